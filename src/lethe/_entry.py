@@ -1,0 +1,248 @@
+"""``Entry``: one remembered value and the facts its score is computed from."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Generic, NoReturn, TypeVar
+
+from lethe._clock import to_us
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+_NAN = float("nan")
+
+
+class FrozenDict(dict[str, Any]):
+    """A ``dict`` that refuses every change: the read-only copy of entry metadata.
+
+    It compares, hashes (when its values do), pickles and serializes like the
+    plain dict it copies; the dict the caller passed is never shared.
+
+    >>> meta = FrozenDict({"source": "user"})
+    >>> meta["source"]
+    'user'
+    >>> meta["source"] = "x"
+    Traceback (most recent call last):
+    ...
+    TypeError: entry metadata is read-only; put the entry again with new metadata
+    """
+
+    __slots__ = ()
+
+    def _readonly(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError("entry metadata is read-only; put the entry again with new metadata")
+
+    __setitem__ = __delitem__ = _readonly
+    clear = pop = popitem = setdefault = update = _readonly  # type: ignore[assignment]
+    __ior__ = _readonly  # type: ignore[assignment]
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(frozenset(self.items()))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenDict, (dict(self),))
+
+    def __repr__(self) -> str:
+        return dict.__repr__(self)
+
+
+EMPTY_METADATA = FrozenDict()
+
+
+def freeze_metadata(metadata: Mapping[str, Any] | Iterable[tuple[str, Any]] | None) -> FrozenDict:
+    """A read-only copy of ``metadata`` (TypeError naming ``metadata`` if it is not a mapping)."""
+    if metadata is None:
+        return EMPTY_METADATA
+    if type(metadata) is FrozenDict:
+        return metadata
+    if not isinstance(metadata, Mapping):
+        raise TypeError(f"metadata must be a mapping or None, got {type(metadata).__name__}")
+    return FrozenDict(metadata) if metadata else EMPTY_METADATA
+
+
+def check_importance(importance: object) -> float:
+    """``importance`` as a float, or ValueError/TypeError naming ``importance``."""
+    if isinstance(importance, bool) or not isinstance(importance, (int, float)):
+        raise TypeError(f"importance must be a number, got {type(importance).__name__}")
+    try:
+        value = float(importance)
+    except OverflowError:
+        raise ValueError(f"importance must be finite, got {importance!r}") from None
+    if not (0.0 <= value < math.inf):
+        raise ValueError(f"importance must be finite and >= 0, got {importance!r}")
+    return value
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Entry(Generic[K, V]):
+    """One value in a :class:`~lethe.Memory`, with the facts its score is computed from.
+
+    Entries are immutable: a rehearsal or an update gives the memory a new
+    entry and leaves the old one (and every memory holding it) unchanged.
+
+    Attributes:
+        key: The entry's unique key.
+        value: The remembered value.
+        inserted_at: When the entry was put (timezone-aware).
+        last_accessed_at: When it was put or last rehearsed (``get``, ``touch``, ``update``).
+        access_count: Rehearsals since it was put (0 for a fresh entry).
+        pinned: Pinned entries score exactly 1.0 and are never evicted automatically.
+        importance: Multiplier on the decay score (>= 0; above 1 decays slower, clamped at 1.0).
+        metadata: A read-only copy of the caller's metadata.
+        summary: What ``summarize_fn`` returned for the current value, else None.
+        summarized: Whether ``summarize_fn`` has run for the current value (it runs at most once).
+        expires_at: Time-to-live deadline; an expired entry scores 0.0.  None for no deadline.
+        seq: Position in the memory's history of puts; breaks ties between equal scores.
+        decay_state: Per-entry state kept by the decay function (for example ACT-R's
+            recent access times); None until the first rehearsal.
+        inserted_us, accessed_us, expires_us: The same instants as exact counts of
+            microseconds since the Unix epoch (floats), derived from the datetimes;
+            decay functions use them to score with float arithmetic.
+
+    >>> from datetime import datetime, timezone
+    >>> t = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    >>> e = Entry(key="k", value="v", inserted_at=t, last_accessed_at=t)
+    >>> (e.access_count, e.pinned, e.importance)
+    (0, False, 1.0)
+    """
+
+    key: K
+    value: V
+    inserted_at: datetime
+    last_accessed_at: datetime
+    access_count: int = 0
+    pinned: bool = False
+    importance: float = 1.0
+    metadata: Mapping[str, Any] = EMPTY_METADATA
+    summary: Any = None
+    summarized: bool = False
+    expires_at: datetime | None = None
+    seq: int = 0
+    decay_state: Any = None
+    # Exact microsecond counts of the three datetimes, so scoring is float math.
+    inserted_us: float = field(default=_NAN, repr=False, compare=False)
+    accessed_us: float = field(default=_NAN, repr=False, compare=False)
+    expires_us: float | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        setattr_ = object.__setattr__
+        setattr_(self, "inserted_us", to_us(self.inserted_at, "inserted_at"))
+        setattr_(self, "accessed_us", to_us(self.last_accessed_at, "last_accessed_at"))
+        expires = self.expires_at
+        setattr_(self, "expires_us", None if expires is None else to_us(expires, "expires_at"))
+        setattr_(self, "metadata", freeze_metadata(self.metadata))
+        setattr_(self, "importance", check_importance(self.importance))
+        if isinstance(self.access_count, bool) or not isinstance(self.access_count, int) or self.access_count < 0:
+            raise ValueError(f"access_count must be an int >= 0, got {self.access_count!r}")
+
+
+# Building entries on the hot path: object.__new__ plus the slots' own setters
+# is about four times cheaper than dataclasses.replace (which re-runs __init__).
+_new = object.__new__
+_d = Entry.__dict__
+_set_key = _d["key"].__set__
+_set_value = _d["value"].__set__
+_set_inserted_at = _d["inserted_at"].__set__
+_set_last_accessed_at = _d["last_accessed_at"].__set__
+_set_access_count = _d["access_count"].__set__
+_set_pinned = _d["pinned"].__set__
+_set_importance = _d["importance"].__set__
+_set_metadata = _d["metadata"].__set__
+_set_summary = _d["summary"].__set__
+_set_summarized = _d["summarized"].__set__
+_set_expires_at = _d["expires_at"].__set__
+_set_seq = _d["seq"].__set__
+_set_decay_state = _d["decay_state"].__set__
+_set_inserted_us = _d["inserted_us"].__set__
+_set_accessed_us = _d["accessed_us"].__set__
+_set_expires_us = _d["expires_us"].__set__
+del _d
+
+
+def make_entry(
+    key: Any,
+    value: Any,
+    inserted_at: datetime,
+    last_accessed_at: datetime,
+    access_count: int,
+    pinned: bool,
+    importance: float,
+    metadata: FrozenDict,
+    summary: Any,
+    summarized: bool,
+    expires_at: datetime | None,
+    seq: int,
+    decay_state: Any,
+    inserted_us: float,
+    accessed_us: float,
+    expires_us: float | None,
+) -> Entry[Any, Any]:
+    """Build an entry from already-validated fields, bypassing ``__init__``."""
+    e: Entry[Any, Any] = _new(Entry)
+    _set_key(e, key)
+    _set_value(e, value)
+    _set_inserted_at(e, inserted_at)
+    _set_last_accessed_at(e, last_accessed_at)
+    _set_access_count(e, access_count)
+    _set_pinned(e, pinned)
+    _set_importance(e, importance)
+    _set_metadata(e, metadata)
+    _set_summary(e, summary)
+    _set_summarized(e, summarized)
+    _set_expires_at(e, expires_at)
+    _set_seq(e, seq)
+    _set_decay_state(e, decay_state)
+    _set_inserted_us(e, inserted_us)
+    _set_accessed_us(e, accessed_us)
+    _set_expires_us(e, expires_us)
+    return e
+
+
+def evolve(e: Entry[Any, Any], **changes: Any) -> Entry[Any, Any]:
+    """A copy of ``e`` with ``changes`` (already validated), bypassing ``__init__``."""
+    fields = {
+        "key": e.key,
+        "value": e.value,
+        "inserted_at": e.inserted_at,
+        "last_accessed_at": e.last_accessed_at,
+        "access_count": e.access_count,
+        "pinned": e.pinned,
+        "importance": e.importance,
+        "metadata": e.metadata,
+        "summary": e.summary,
+        "summarized": e.summarized,
+        "expires_at": e.expires_at,
+        "seq": e.seq,
+        "decay_state": e.decay_state,
+        "inserted_us": e.inserted_us,
+        "accessed_us": e.accessed_us,
+        "expires_us": e.expires_us,
+    }
+    fields.update(changes)
+    return make_entry(**fields)
+
+
+def rehearsed(e: Entry[Any, Any], now: datetime, now_us: float, state: Any) -> Entry[Any, Any]:
+    """``e`` after a rehearsal at ``now``: fresh access time, one more access."""
+    r: Entry[Any, Any] = _new(Entry)
+    _set_key(r, e.key)
+    _set_value(r, e.value)
+    _set_inserted_at(r, e.inserted_at)
+    _set_last_accessed_at(r, now)
+    _set_access_count(r, e.access_count + 1)
+    _set_pinned(r, e.pinned)
+    _set_importance(r, e.importance)
+    _set_metadata(r, e.metadata)
+    _set_summary(r, e.summary)
+    _set_summarized(r, e.summarized)
+    _set_expires_at(r, e.expires_at)
+    _set_seq(r, e.seq)
+    _set_decay_state(r, state)
+    _set_inserted_us(r, e.inserted_us)
+    _set_accessed_us(r, now_us)
+    _set_expires_us(r, e.expires_us)
+    return r

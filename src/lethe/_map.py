@@ -1,0 +1,238 @@
+"""The persistent hash map that holds a memory's entries.
+
+A shallow, wide hash trie built from the interpreter's own containers: a node
+is either a leaf ``dict`` mapping keys to values, or a branch ``tuple`` of 32
+children indexed by five bits of the key's hash.  A write copies the one leaf
+and the few branches on the path to it (small copies that run at C speed) and
+shares everything else with the previous version, so it costs O(log32 n) and
+creates only a handful of young objects: the garbage collector never has to
+walk the whole map because of a write.
+
+Small maps stay small: up to ``_LEAF_MAX`` entries live in one dict, and an
+empty map is one shared empty dict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterator
+from typing import Any, Generic, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+_BITS = 5
+_WIDTH = 1 << _BITS
+_MASK = _WIDTH - 1
+# A leaf splits into a branch when it grows past this size.  Larger leaves make
+# copies dearer; smaller ones make the tree deeper.  16 measured best.
+_LEAF_MAX = 16
+# 64-bit hashes: below this depth a leaf may still split on fresh hash bits.
+_MAX_SHIFT = 60
+_EMPTY_LEAF: dict[Any, Any] = {}
+_EMPTY_BRANCH: tuple[Any, ...] = (None,) * _WIDTH
+
+Node = Any  # dict (leaf) or tuple (branch); kept loose for speed.
+
+
+def _split(leaf: dict[Any, Any], shift: int) -> tuple[Any, ...]:
+    """Turn an over-full leaf into a branch keyed by the next hash bits."""
+    children: list[Any] = [None] * _WIDTH
+    for key, value in leaf.items():
+        i = (hash(key) >> shift) & _MASK
+        child = children[i]
+        if child is None:
+            children[i] = {key: value}
+        else:
+            child[key] = value
+    if shift < _MAX_SHIFT:
+        for i, child in enumerate(children):
+            if child is not None and len(child) > _LEAF_MAX:
+                children[i] = _split(child, shift + _BITS)
+    return tuple(children)
+
+
+def _assoc(node: Node, h: int, shift: int, key: Any, value: Any) -> Node:
+    if type(node) is dict:
+        leaf = node.copy()
+        leaf[key] = value
+        if len(leaf) > _LEAF_MAX and shift <= _MAX_SHIFT:
+            return _split(leaf, shift)
+        return leaf
+    i = (h >> shift) & _MASK
+    child = node[i]
+    new = {key: value} if child is None else _assoc(child, h, shift + _BITS, key, value)
+    branch = list(node)
+    branch[i] = new
+    return tuple(branch)
+
+
+def _dissoc(node: Node, h: int, shift: int, key: Any) -> Node:
+    """Remove ``key`` (which must be present); None when the node empties."""
+    if type(node) is dict:
+        if len(node) == 1:
+            return None
+        leaf = node.copy()
+        del leaf[key]
+        return leaf
+    i = (h >> shift) & _MASK
+    new = _dissoc(node[i], h, shift + _BITS, key)
+    branch = list(node)
+    branch[i] = new
+    if new is None or type(new) is dict:
+        # Fold a sparse branch back into one leaf so shrinking maps stay small.
+        if all(c is None or type(c) is dict for c in branch):
+            size = sum(len(c) for c in branch if c is not None)
+            if size == 0:
+                return None
+            if size <= _LEAF_MAX // 2:
+                merged: dict[Any, Any] = {}
+                for c in branch:
+                    if c is not None:
+                        merged.update(c)
+                return merged
+    return tuple(branch)
+
+
+def _leaves(node: Node) -> Iterator[dict[Any, Any]]:
+    if type(node) is dict:
+        yield node
+        return
+    stack = [node]
+    while stack:
+        branch = stack.pop()
+        for child in reversed(branch):
+            if child is None:
+                continue
+            if type(child) is dict:
+                yield child
+            else:
+                stack.append(child)
+
+
+class PersistentMap(Generic[K, V]):
+    """An immutable mapping whose writes return a new map in O(log n).
+
+    Runtime complexity: lookups and writes O(log32 n); iteration O(n).
+
+    >>> m = PersistentMap().set("a", 1)
+    >>> m2 = m.set("b", 2)
+    >>> (len(m), len(m2), m2["b"], "b" in m)
+    (1, 2, 2, False)
+    """
+
+    __slots__ = ("_root", "_len")
+
+    _root: Node
+    _len: int
+
+    def __init__(self) -> None:
+        self._root = _EMPTY_LEAF
+        self._len = 0
+
+    @classmethod
+    def _make(cls, root: Node, length: int) -> PersistentMap[K, V]:
+        new: PersistentMap[K, V] = object.__new__(cls)
+        new._root = root
+        new._len = length
+        return new
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, key: K) -> V:
+        node = self._root
+        h = hash(key)
+        while type(node) is tuple:
+            node = node[h & _MASK]
+            if node is None:
+                raise KeyError(key)
+            h >>= _BITS
+        value: V = node[key]
+        return value
+
+    def get(self, key: K, default: V | None = None) -> V | None:
+        """Return the value for ``key``, or ``default`` when it is absent."""
+        node = self._root
+        h = hash(key)
+        while type(node) is tuple:
+            node = node[h & _MASK]
+            if node is None:
+                return default
+            h >>= _BITS
+        value: V | None = node.get(key, default)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        node = self._root
+        h = hash(key)
+        while type(node) is tuple:
+            node = node[h & _MASK]
+            if node is None:
+                return False
+            h >>= _BITS
+        return key in node
+
+    def set(self, key: K, value: V) -> PersistentMap[K, V]:
+        """Return a map with ``key`` bound to ``value``."""
+        added = 0 if key in self else 1
+        return self._make(_assoc(self._root, hash(key), 0, key, value), self._len + added)
+
+    def replace(self, key: K, value: V) -> PersistentMap[K, V]:
+        """Like :meth:`set`, for a key the caller knows is present (no membership test)."""
+        return self._make(_assoc(self._root, hash(key), 0, key, value), self._len)
+
+    def add(self, key: K, value: V) -> PersistentMap[K, V]:
+        """Like :meth:`set`, for a key the caller knows is absent (no membership test)."""
+        return self._make(_assoc(self._root, hash(key), 0, key, value), self._len + 1)
+
+    def delete(self, key: K) -> PersistentMap[K, V]:
+        """Return a map without ``key``; KeyError if it is absent."""
+        if key not in self:
+            raise KeyError(key)
+        root = _dissoc(self._root, hash(key), 0, key)
+        return self._make(_EMPTY_LEAF if root is None else root, self._len - 1)
+
+    def discard(self, key: K) -> PersistentMap[K, V]:
+        """Return a map without ``key``; the same map if it is absent."""
+        return self.delete(key) if key in self else self
+
+    def values(self) -> Iterator[V]:
+        """Iterate over the values, in an order fixed by the keys' hashes."""
+        for leaf in _leaves(self._root):
+            yield from leaf.values()
+
+    def keys(self) -> Iterator[K]:
+        """Iterate over the keys, in an order fixed by their hashes."""
+        for leaf in _leaves(self._root):
+            yield from leaf
+
+    __iter__ = keys
+
+    def items(self) -> Iterator[tuple[K, V]]:
+        """Iterate over ``(key, value)`` pairs."""
+        for leaf in _leaves(self._root):
+            yield from leaf.items()
+
+    def to_list(self) -> list[V]:
+        """All values in one list, built leaf by leaf at C speed."""
+        out: list[V] = []
+        extend = out.extend
+        for leaf in _leaves(self._root):
+            extend(leaf.values())
+        return out
+
+    def __repr__(self) -> str:
+        return f"PersistentMap({dict(self.items())!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_from_items, (list(self.items()),))
+
+
+def _from_items(items: list[tuple[Any, Any]]) -> PersistentMap[Any, Any]:
+    m: PersistentMap[Any, Any] = PersistentMap()
+    for k, v in items:
+        m = m.set(k, v)
+    return m
+
+
+EMPTY: PersistentMap[Any, Any] = PersistentMap()

@@ -1,0 +1,687 @@
+"""``Memory``: an immutable, bounded map of entries whose relevance decays."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Hashable, Iterator, KeysView, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from operator import attrgetter
+from typing import Any, Generic, TypeVar
+
+from lethe._clock import seconds, to_us, utc_now
+from lethe._entry import (
+    Entry,
+    check_importance,
+    evolve,
+    freeze_metadata,
+    make_entry,
+    rehearsed,
+)
+from lethe._errors import MemoryFullError, SummarizeError
+from lethe._map import EMPTY, PersistentMap
+from lethe._scoring import Scorer, make_scorer
+from lethe.decay._protocol import DecayCallable, DecayFunction
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+SummarizeFn = Callable[[Entry[Any, Any]], Any]
+EvictFn = Callable[[tuple[Entry[Any, Any], ...]], object]
+ClockFn = Callable[[], datetime]
+
+_SEQ = attrgetter("seq")
+_NEVER = -math.inf
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """A summary of a memory at one moment (see :meth:`Memory.stats`).
+
+    Attributes:
+        size: Number of entries.
+        active: Entries scoring at least the eviction threshold.
+        pinned: Pinned entries.
+        oldest_entry: Earliest ``inserted_at``; None when empty.
+        newest_entry: Latest ``inserted_at``; None when empty.
+        mean_score: Mean score; None when empty.
+        median_score: Median score; None when empty.
+    """
+
+    size: int
+    active: int
+    pinned: int
+    oldest_entry: datetime | None
+    newest_entry: datetime | None
+    mean_score: float | None
+    median_score: float | None
+
+
+def _check_threshold(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number between 0 and 1, got {type(value).__name__}")
+    f = float(value)
+    if not 0.0 <= f <= 1.0:
+        raise ValueError(f"{name} must be between 0 and 1, got {value!r}")
+    return f
+
+
+def _check_hook(value: object, name: str) -> None:
+    if value is not None and not callable(value):
+        raise TypeError(f"{name} must be callable or None, got {type(value).__name__}")
+
+
+def _hashable(key: object) -> None:
+    try:
+        hash(key)
+    except TypeError:
+        raise TypeError(f"key must be hashable, got {type(key).__name__}") from None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class Memory(Generic[K, V]):
+    """An immutable, bounded memory whose entries lose relevance unless rehearsed.
+
+    Every write (``put``, ``get``, ``touch``, ``update``, ``pin``, ``delete``,
+    ``evict``, ...) returns a new ``Memory`` and leaves the receiver, and every
+    older version, exactly as it was; versions share structure, so a write
+    costs O(log n), not a copy.  Reads compute scores lazily from the entries
+    and one reading of the clock.  Share a memory across threads or tasks
+    freely: only the reference to the *current* version needs guarding.
+
+    Args:
+        max_entries: Capacity (a positive int).  A new key at capacity evicts the
+            lowest-scored unpinned entry (summarized first, reported to ``on_evict``).
+        decay_fn: ``"exponential"``, ``"access_weighted"``, ``"actr"`` (alias
+            ``"combined"``), a :class:`~lethe.decay.DecayFunction` object, or any
+            callable ``(entry, now) -> float``.  Names are built with ``half_life``.
+        half_life: A ``timedelta`` or seconds (> 0); stored as seconds.
+        eviction_threshold: Entries scoring below it are removed by :meth:`evict`.
+        summarize_threshold: Entries scoring below it are summarized (>= ``eviction_threshold``).
+        summarize_fn: ``entry -> summary``, run at most once per value of an entry.
+        on_evict: Called with the tuple of entries each operation evicted.
+        clock_fn: ``() -> aware datetime``; default ``datetime.now(timezone.utc)``.
+
+    Raises:
+        ValueError, TypeError: a parameter is invalid (the message names it).
+
+    >>> from datetime import datetime, timedelta, timezone
+    >>> now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    >>> mem = Memory(max_entries=2, half_life=timedelta(hours=1), clock_fn=lambda: now)
+    >>> mem = mem.put("likes tea", key="tea").put("uses vim", key="vim", importance=2.0)
+    >>> [e.key for e in mem], mem.score("tea")
+    (['vim', 'tea'], 1.0)
+    """
+
+    max_entries: int = 1000
+    decay_fn: str | DecayFunction | DecayCallable = "exponential"
+    half_life: timedelta | float = timedelta(hours=1)
+    eviction_threshold: float = 0.05
+    summarize_threshold: float = 0.15
+    summarize_fn: SummarizeFn | None = None
+    on_evict: EvictFn | None = None
+    clock_fn: ClockFn | None = None
+    _entries: PersistentMap[K, Entry[K, V]] = field(init=False, repr=False)
+    _next_key: int = field(init=False, repr=False)
+    _next_seq: int = field(init=False, repr=False)
+    _latest: datetime | None = field(init=False, repr=False)
+    _latest_us: float = field(init=False, repr=False)
+    _scorer: Scorer = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        max_entries = self.max_entries
+        if isinstance(max_entries, bool) or not isinstance(max_entries, int):
+            raise TypeError(f"max_entries must be a positive int, got {type(max_entries).__name__}")
+        if max_entries < 1:
+            raise ValueError(f"max_entries must be a positive int, got {max_entries!r}")
+        half_life = seconds(self.half_life, "half_life")
+        eviction = _check_threshold(self.eviction_threshold, "eviction_threshold")
+        summarize = _check_threshold(self.summarize_threshold, "summarize_threshold")
+        if summarize < eviction:
+            raise ValueError(
+                f"summarize_threshold ({summarize}) must be >= eviction_threshold ({eviction})"
+            )
+        _check_hook(self.summarize_fn, "summarize_fn")
+        _check_hook(self.on_evict, "on_evict")
+        _check_hook(self.clock_fn, "clock_fn")
+        scorer = make_scorer(self.decay_fn, half_life)
+        set_ = object.__setattr__
+        set_(self, "half_life", half_life)
+        set_(self, "eviction_threshold", eviction)
+        set_(self, "summarize_threshold", summarize)
+        set_(self, "decay_fn", scorer.fn)
+        set_(self, "_scorer", scorer)
+        set_(self, "_entries", EMPTY)
+        set_(self, "_next_key", 0)
+        set_(self, "_next_seq", 0)
+        set_(self, "_latest", None)
+        set_(self, "_latest_us", _NEVER)
+
+    # -- versions ---------------------------------------------------------
+
+    def _version(
+        self,
+        entries: PersistentMap[K, Entry[K, V]],
+        now: datetime | None = None,
+        now_us: float = _NEVER,
+        next_key: int | None = None,
+        next_seq: int | None = None,
+    ) -> Memory[K, V]:
+        """A new version sharing this one's configuration."""
+        new: Memory[K, V] = _new(Memory)
+        _set_max_entries(new, self.max_entries)
+        _set_decay_fn(new, self.decay_fn)
+        _set_half_life(new, self.half_life)
+        _set_eviction_threshold(new, self.eviction_threshold)
+        _set_summarize_threshold(new, self.summarize_threshold)
+        _set_summarize_fn(new, self.summarize_fn)
+        _set_on_evict(new, self.on_evict)
+        _set_clock_fn(new, self.clock_fn)
+        _set_scorer(new, self._scorer)
+        _set_entries(new, entries)
+        _set_next_key(new, self._next_key if next_key is None else next_key)
+        _set_next_seq(new, self._next_seq if next_seq is None else next_seq)
+        if now_us > self._latest_us:
+            _set_latest(new, now)
+            _set_latest_us(new, now_us)
+        else:
+            _set_latest(new, self._latest)
+            _set_latest_us(new, self._latest_us)
+        return new
+
+    def _now(self) -> tuple[datetime, float]:
+        """Read the clock once; never earlier than the latest moment this memory saw."""
+        clock = self.clock_fn
+        now = utc_now() if clock is None else clock()
+        now_us = to_us(now, "clock_fn()")
+        if now_us < self._latest_us:
+            latest = self._latest
+            assert latest is not None
+            return latest, self._latest_us
+        return now, now_us
+
+    # -- reads ------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        _hashable(key)
+        return key in self._entries
+
+    def __iter__(self) -> Iterator[Entry[K, V]]:
+        """Entries by score, highest first (one clock reading for the whole iteration)."""
+        now, now_us = self._now()
+        return iter(self._ranked(now, now_us)[0])
+
+    def keys(self) -> KeysView[K]:
+        """A set-like view of the keys (membership in O(log n); order unspecified).
+
+        >>> sorted(Memory().put("a", key="x").put("b", key="y").keys())
+        ['x', 'y']
+        """
+        return KeysView(_EntryMapping(self._entries))
+
+    def peek(self, key: K) -> Entry[K, V]:
+        """The entry at ``key``, without rehearsing it.
+
+        Raises:
+            KeyError: ``key`` is not in the memory.
+        """
+        _hashable(key)
+        entry = self._entries.get(key)
+        if entry is None:
+            raise KeyError(key)
+        return entry
+
+    def score(self, key: K) -> float:
+        """The current score of the entry at ``key`` (KeyError if missing)."""
+        entry = self.peek(key)
+        now, now_us = self._now()
+        return self._scorer.one(entry, now, now_us)
+
+    def scored(self) -> list[tuple[Entry[K, V], float]]:
+        """Every entry with its current score, highest score first.
+
+        Equal scores keep a fixed order: pinned entries first, then the most
+        recently put entry first (so at capacity the oldest of equally scored
+        entries is evicted first).  It never depends on hash randomization.
+        """
+        now, now_us = self._now()
+        entries, scores = self._ranked(now, now_us)
+        return list(zip(entries, scores))
+
+    def score_map(self) -> dict[K, float]:
+        """``{key: score}`` for every entry, in score order."""
+        now, now_us = self._now()
+        entries, scores = self._ranked(now, now_us)
+        return {e.key: s for e, s in zip(entries, scores)}
+
+    def above(self, threshold: float) -> list[Entry[K, V]]:
+        """Entries scoring at least ``threshold``, highest first."""
+        t = _check_number(threshold, "threshold")
+        now, now_us = self._now()
+        entries, scores = self._ranked(now, now_us)
+        return [e for e, s in zip(entries, scores) if s >= t]
+
+    def active(self) -> list[Entry[K, V]]:
+        """Entries scoring at least ``eviction_threshold``, highest first."""
+        return self.above(self.eviction_threshold)
+
+    def top(self, n: int) -> list[Entry[K, V]]:
+        """The ``n`` highest-scored entries, highest first."""
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise TypeError(f"n must be an int, got {type(n).__name__}")
+        if n < 0:
+            raise ValueError(f"n must be >= 0, got {n!r}")
+        now, now_us = self._now()
+        return self._ranked(now, now_us)[0][:n]
+
+    def filter(self, predicate: Callable[[Entry[K, V]], object]) -> list[Entry[K, V]]:
+        """Entries for which ``predicate(entry)`` is true, highest score first."""
+        if not callable(predicate):
+            raise TypeError(f"predicate must be callable, got {type(predicate).__name__}")
+        return [e for e in self if predicate(e)]
+
+    def active_count(self) -> int:
+        """How many entries score at least ``eviction_threshold``."""
+        return len(self.active())
+
+    def pinned_count(self) -> int:
+        """How many entries are pinned."""
+        return sum(1 for e in self._entries.values() if e.pinned)
+
+    def stats(self) -> Stats:
+        """Size, active and pinned counts, insertion range and score statistics."""
+        now, now_us = self._now()
+        entries, scores = self._ranked(now, now_us)
+        if not entries:
+            return Stats(0, 0, 0, None, None, None, None)
+        threshold = self.eviction_threshold
+        return Stats(
+            size=len(entries),
+            active=sum(1 for s in scores if s >= threshold),
+            pinned=sum(1 for e in entries if e.pinned),
+            oldest_entry=min(e.inserted_at for e in entries),
+            newest_entry=max(e.inserted_at for e in entries),
+            mean_score=math.fsum(scores) / len(scores),
+            median_score=statistics.median(scores),
+        )
+
+    def _ranked(self, now: datetime, now_us: float) -> tuple[list[Entry[K, V]], list[float]]:
+        """All entries in rank order, and their scores."""
+        entries = self._entries.to_list()
+        entries.sort(key=_SEQ, reverse=True)
+        pinned = [e for e in entries if e.pinned]
+        if pinned:
+            entries = [e for e in entries if not e.pinned]
+        scores = self._scorer.many(entries, now, now_us)
+        order = sorted(range(len(entries)), key=scores.__getitem__, reverse=True)
+        ranked = pinned + [entries[i] for i in order]
+        return ranked, [1.0] * len(pinned) + [scores[i] for i in order]
+
+    # -- writes -----------------------------------------------------------
+
+    def put(
+        self,
+        value: V,
+        *,
+        key: K | None = None,
+        importance: float = 1.0,
+        pinned: bool = False,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Memory[K, V]:
+        """Store ``value``; return the new memory.
+
+        Without ``key``, an int key is generated, larger than every key
+        generated before and never one already present.  An existing key is
+        replaced (fresh timestamps, ``access_count`` 0) and nothing is evicted.
+        A new key at capacity first evicts the lowest-scored unpinned entry,
+        summarized first when ``summarize_fn`` is set, then passed to ``on_evict``.
+
+        Raises:
+            MemoryFullError: at capacity with every entry pinned.
+            ValueError, TypeError: a bad ``importance``, ``pinned``, ``metadata`` or ``key``.
+            SummarizeError: ``summarize_fn`` raised (nothing changed).
+        """
+        imp = check_importance(importance)
+        if not isinstance(pinned, bool):
+            raise TypeError(f"pinned must be a bool, got {type(pinned).__name__}")
+        meta = freeze_metadata(metadata)
+        entries = self._entries
+        next_key = self._next_key
+        if key is None:
+            auto = next_key
+            while auto in entries:
+                auto += 1
+            next_key = auto + 1
+            new_key: Any = auto
+            present = False
+        else:
+            _hashable(key)
+            new_key = key
+            present = key in entries
+        now, now_us = self._now()
+        seq = self._next_seq
+        entry = make_entry(
+            new_key, value, now, now, 0, pinned, imp, meta, None, False, None, seq, None, now_us, now_us, None
+        )
+        if present:
+            entries = entries.replace(new_key, entry)
+        else:
+            if len(entries) >= self.max_entries:
+                entries = self._make_room(entries, now, now_us)
+            entries = entries.add(new_key, entry)
+        return self._version(entries, now, now_us, next_key, seq + 1)
+
+    def _make_room(
+        self, entries: PersistentMap[K, Entry[K, V]], now: datetime, now_us: float
+    ) -> PersistentMap[K, Entry[K, V]]:
+        """Evict the lowest-scored unpinned entry (summarized, reported)."""
+        victim = self._scorer.lowest(entries.to_list(), now, now_us)
+        if victim is None:
+            raise MemoryFullError(
+                f"memory is full ({self.max_entries} entries) and every entry is pinned; "
+                "unpin or delete one first"
+            )
+        victim = self._summarized(victim)
+        if self.on_evict is not None:
+            self.on_evict((victim,))
+        return entries.delete(victim.key)
+
+    def _summarized(self, entry: Entry[K, V]) -> Entry[K, V]:
+        fn = self.summarize_fn
+        if fn is None or entry.summarized:
+            return entry
+        try:
+            summary = fn(entry)
+        except Exception as exc:
+            raise SummarizeError(f"summarize_fn failed for key {entry.key!r}: {exc!r}") from exc
+        return evolve(entry, summary=summary, summarized=True)
+
+    def _rehearse(self, key: K, **changes: Any) -> tuple[Memory[K, V], Entry[K, V]]:
+        entry = self.peek(key)
+        now, now_us = self._now()
+        hook = self._scorer.rehearse
+        state = entry.decay_state if hook is None else hook(entry, now, now_us)
+        new = rehearsed(entry, now, now_us, state)
+        if changes:
+            new = evolve(new, **changes)
+        return self._version(self._entries.replace(key, new), now, now_us), new
+
+    def get(self, key: K) -> tuple[Memory[K, V], Entry[K, V]]:
+        """Rehearse and return the entry at ``key``: ``(new_memory, refreshed_entry)``.
+
+        Raises:
+            KeyError: ``key`` is not in the memory.
+        """
+        return self._rehearse(key)
+
+    def touch(self, key: K, *, importance: float | None = None) -> Memory[K, V]:
+        """Rehearse the entry at ``key``, optionally setting its importance.
+
+        Raises:
+            KeyError: ``key`` is not in the memory.
+            ValueError, TypeError: a bad ``importance``.
+        """
+        if importance is None:
+            return self._rehearse(key)[0]
+        return self._rehearse(key, importance=check_importance(importance))[0]
+
+    def update(self, key: K, value: V) -> Memory[K, V]:
+        """Rehearse the entry at ``key`` with a new value; its summary starts over.
+
+        Raises:
+            KeyError: ``key`` is not in the memory.
+        """
+        return self._rehearse(key, value=value, summary=None, summarized=False)[0]
+
+    def _set_pinned(self, key: K, pinned: bool) -> Memory[K, V]:
+        entry = self.peek(key)
+        if entry.pinned is pinned:
+            return self
+        now, now_us = self._now()
+        return self._version(self._entries.replace(key, evolve(entry, pinned=pinned)), now, now_us)
+
+    def pin(self, key: K) -> Memory[K, V]:
+        """Pin the entry at ``key``: it scores 1.0 and is never evicted automatically.
+
+        Raises:
+            KeyError: ``key`` is not in the memory.
+        """
+        return self._set_pinned(key, True)
+
+    def unpin(self, key: K) -> Memory[K, V]:
+        """Unpin the entry at ``key``; it decays again from its last access.
+
+        Raises:
+            KeyError: ``key`` is not in the memory.
+        """
+        return self._set_pinned(key, False)
+
+    def delete(self, key: K) -> Memory[K, V]:
+        """Remove the entry at ``key``; a missing key returns an equal memory."""
+        _hashable(key)
+        if key not in self._entries:
+            return self
+        return self._version(self._entries.delete(key))
+
+    def clear(self) -> Memory[K, V]:
+        """Remove every entry; configuration and key generation carry on."""
+        return self._version(EMPTY)
+
+    def summarize(self) -> Memory[K, V]:
+        """Summarize every unpinned entry scoring below ``summarize_threshold``.
+
+        Runs ``summarize_fn`` once for each such entry that has no summary for
+        its current value.  Does nothing without a ``summarize_fn``.
+
+        Raises:
+            SummarizeError: ``summarize_fn`` raised (nothing changed).
+        """
+        now, now_us = self._now()
+        entries = self._entries
+        if self.summarize_fn is None:
+            return self
+        limit = self.summarize_threshold
+        candidates = [e for e in entries.to_list() if not e.pinned and not e.summarized]
+        scores = self._scorer.many(candidates, now, now_us)
+        changed = False
+        for entry, s in sorted(zip(candidates, scores), key=lambda p: p[0].seq):
+            if s < limit:
+                entries = entries.replace(entry.key, self._summarized(entry))
+                changed = True
+        return self._version(entries, now, now_us) if changed else self
+
+    def evict(self) -> tuple[Memory[K, V], tuple[Entry[K, V], ...]]:
+        """Summarize what is fading and remove what has faded.
+
+        Unpinned entries scoring below ``summarize_threshold`` are summarized;
+        those below ``eviction_threshold`` are then removed, returned (highest
+        score first) and passed to ``on_evict`` in one call.
+
+        Returns:
+            ``(new_memory, evicted_entries)``.
+
+        Raises:
+            SummarizeError: ``summarize_fn`` raised (nothing changed).
+        """
+        now, now_us = self._now()
+        ranked, scores = self._ranked(now, now_us)
+        entries = self._entries
+        evicted: list[Entry[K, V]] = []
+        summarize_below = self.summarize_threshold if self.summarize_fn is not None else -1.0
+        evict_below = self.eviction_threshold
+        # Lowest scores first, so summaries run in the order entries fade.
+        for entry, s in zip(reversed(ranked), reversed(scores)):
+            if entry.pinned or s >= summarize_below and s >= evict_below:
+                continue
+            if s < summarize_below and not entry.summarized:
+                entry = self._summarized(entry)
+                if s >= evict_below:
+                    entries = entries.replace(entry.key, entry)
+            if s < evict_below:
+                entries = entries.delete(entry.key)
+                evicted.append(entry)
+        evicted.reverse()
+        out = tuple(evicted)
+        if out and self.on_evict is not None:
+            self.on_evict(out)
+        if not out and entries is self._entries:
+            return self, out
+        return self._version(entries, now, now_us), out
+
+    # -- protocol ---------------------------------------------------------
+
+    def _config(self) -> dict[str, Any]:
+        return {
+            "max_entries": self.max_entries,
+            "decay_fn": self.decay_fn,
+            "half_life": self.half_life,
+            "eviction_threshold": self.eviction_threshold,
+            "summarize_threshold": self.summarize_threshold,
+            "summarize_fn": self.summarize_fn,
+            "on_evict": self.on_evict,
+            "clock_fn": self.clock_fn,
+        }
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Memory):
+            return NotImplemented
+        if self._config() != other._config() or len(self) != len(other):
+            return False
+        if (self._next_key, self._next_seq) != (other._next_key, other._next_seq):
+            return False
+        theirs = other._entries
+        return all(theirs.get(e.key) == e for e in self._entries.values())
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Memory(size={len(self)}, max_entries={self.max_entries}, decay_fn={self.decay_fn!r})"
+
+    def __replace__(self, **changes: Any) -> Memory[K, V]:
+        """A memory with the same entries and changed configuration (``copy.replace``).
+
+        Raises:
+            ValueError: the new ``max_entries`` is smaller than the size.
+        """
+        config = self._config()
+        unknown = set(changes) - set(config)
+        if unknown:
+            raise TypeError(f"unknown configuration field(s): {sorted(unknown)}")
+        config.update(changes)
+        fresh: Memory[K, V] = Memory(**config)
+        if len(self) > fresh.max_entries:
+            raise ValueError(f"max_entries={fresh.max_entries} is below the size ({len(self)}); evict first")
+        return fresh._restored(self._entries, self._next_key, self._next_seq, self._latest, self._latest_us)
+
+    def _restored(
+        self,
+        entries: PersistentMap[K, Entry[K, V]],
+        next_key: int,
+        next_seq: int,
+        latest: datetime | None,
+        latest_us: float,
+    ) -> Memory[K, V]:
+        new = self._version(entries, None, _NEVER, next_key, next_seq)
+        _set_latest(new, latest)
+        _set_latest_us(new, latest_us)
+        return new
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        entries = sorted(self._entries.values(), key=_SEQ)
+        state = (entries, self._next_key, self._next_seq, self._latest, self._latest_us)
+        return (_unpickle, (self._config(), state))
+
+    # -- serialization ----------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """The memory as JSON types: configuration and entries (see :meth:`from_dict`)."""
+        from lethe._serialize import memory_to_dict
+
+        return memory_to_dict(self)
+
+    @classmethod
+    def from_dict(
+        cls,
+        data: Mapping[str, Any],
+        *,
+        decay_fn: str | DecayFunction | DecayCallable | None = None,
+        summarize_fn: SummarizeFn | None = None,
+        on_evict: EvictFn | None = None,
+        clock_fn: ClockFn | None = None,
+    ) -> Memory[Any, Any]:
+        """Rebuild a memory from :meth:`to_dict` output.
+
+        Hooks are not serialized: pass them again.  A memory saved with a custom
+        decay function needs ``decay_fn``; one given here overrides the saved one.
+        Nothing named in ``data`` is imported, evaluated or called.
+
+        Raises:
+            ValueError, TypeError: ``data`` is malformed (the message names the field).
+        """
+        from lethe._serialize import memory_from_dict
+
+        return memory_from_dict(
+            data, decay_fn=decay_fn, summarize_fn=summarize_fn, on_evict=on_evict, clock_fn=clock_fn
+        )
+
+
+def _unpickle(config: dict[str, Any], state: tuple[Any, ...]) -> Memory[Any, Any]:
+    entries_list, next_key, next_seq, latest, latest_us = state
+    fresh: Memory[Any, Any] = Memory(**config)
+    entries: PersistentMap[Any, Entry[Any, Any]] = EMPTY
+    for e in entries_list:
+        entries = entries.add(e.key, e)
+    return fresh._restored(entries, next_key, next_seq, latest, latest_us)
+
+
+def _check_number(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    f = float(value)
+    if f != f:
+        raise ValueError(f"{name} must not be NaN")
+    return f
+
+
+class _EntryMapping(Mapping[Any, Entry[Any, Any]]):
+    """A read-only Mapping view of a persistent map (backs ``Memory.keys()``)."""
+
+    __slots__ = ("_map",)
+
+    def __init__(self, m: PersistentMap[Any, Entry[Any, Any]]) -> None:
+        self._map = m
+
+    def __getitem__(self, key: Any) -> Entry[Any, Any]:
+        return self._map[key]
+
+    def __len__(self) -> int:
+        return len(self._map)
+
+    def __iter__(self) -> Iterator[Any]:
+        return self._map.keys()
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._map
+
+
+_new = object.__new__
+_d = Memory.__dict__
+_set_max_entries = _d["max_entries"].__set__
+_set_decay_fn = _d["decay_fn"].__set__
+_set_half_life = _d["half_life"].__set__
+_set_eviction_threshold = _d["eviction_threshold"].__set__
+_set_summarize_threshold = _d["summarize_threshold"].__set__
+_set_summarize_fn = _d["summarize_fn"].__set__
+_set_on_evict = _d["on_evict"].__set__
+_set_clock_fn = _d["clock_fn"].__set__
+_set_scorer = _d["_scorer"].__set__
+_set_entries = _d["_entries"].__set__
+_set_next_key = _d["_next_key"].__set__
+_set_next_seq = _d["_next_seq"].__set__
+_set_latest = _d["_latest"].__set__
+_set_latest_us = _d["_latest_us"].__set__
+del _d

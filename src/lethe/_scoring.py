@@ -1,0 +1,126 @@
+"""Turning a decay function into scores: importance, clamping, pinning, expiry, validation."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from lethe._entry import Entry
+from lethe.decay._registry import by_name
+
+_INF = math.inf
+
+
+class Scorer:
+    """Everything a memory needs to score entries with one decay function.
+
+    Built-in functions are called through their float fast path; any other
+    function gets the entry and an aware datetime, and its result is checked
+    (a NaN, an infinity or a non-number raises ValueError naming the key).
+    """
+
+    __slots__ = ("fn", "multiply", "_raw", "_checked", "_rehearse")
+
+    fn: Any
+    multiply: bool
+    _raw: Callable[[Entry[Any, Any], float], float] | None
+    _checked: Callable[[Entry[Any, Any], datetime], Any] | None
+    _rehearse: Callable[[Entry[Any, Any], datetime, float], Any] | None
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+        self.multiply = not getattr(fn, "includes_importance", False)
+        fast = getattr(fn, "_raw", None)
+        score = getattr(fn, "score", None)
+        if fast is not None and type(fn).__module__.startswith("lethe.decay."):
+            self._raw = fast
+            self._checked = None
+        else:
+            self._raw = None
+            call = score if callable(score) else fn
+            self._checked = call
+        rehearse_us = getattr(fn, "_rehearse", None) if self._raw is not None else None
+        rehearse = getattr(fn, "rehearse", None)
+        if rehearse_us is not None:
+            self._rehearse = lambda e, now, now_us: rehearse_us(e, now_us)
+        elif callable(rehearse):
+            self._rehearse = lambda e, now, now_us: rehearse(e, now)
+        else:
+            self._rehearse = None
+
+    @property
+    def rehearse(self) -> Callable[[Entry[Any, Any], datetime, float], Any] | None:
+        """``(entry, now, now_us) -> new decay_state``, or None when the function keeps none."""
+        return self._rehearse
+
+    def raw(self, entry: Entry[Any, Any], now: datetime, now_us: float) -> float:
+        """The decay function's raw score, checked when it is not a built-in."""
+        if self._raw is not None:
+            return self._raw(entry, now_us)
+        assert self._checked is not None
+        value = self._checked(entry, now)
+        if type(value) is not float:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(
+                    f"decay_fn returned {value!r} for key {entry.key!r}; it must return a number"
+                )
+            value = float(value)
+        if value != value or value in (_INF, -_INF):
+            raise ValueError(f"decay_fn returned {value!r} for key {entry.key!r}; it must be finite")
+        return value
+
+    def one(self, entry: Entry[Any, Any], now: datetime, now_us: float) -> float:
+        """The entry's score: 1.0 if pinned, 0.0 if expired, else clamp(raw * importance)."""
+        if entry.pinned:
+            return 1.0
+        expires = entry.expires_us
+        if expires is not None and now_us >= expires:
+            return 0.0
+        s = self.raw(entry, now, now_us)
+        if self.multiply:
+            s *= entry.importance
+        return 1.0 if s >= 1.0 else (s if s > 0.0 else 0.0)
+
+    def many(self, entries: list[Entry[Any, Any]], now: datetime, now_us: float) -> list[float]:
+        """Scores of unpinned ``entries``, in order."""
+        raw = self._raw
+        multiply = self.multiply
+        out: list[float] = []
+        append = out.append
+        if raw is None:
+            one = self.one
+            for e in entries:
+                append(one(e, now, now_us))
+            return out
+        for e in entries:
+            expires = e.expires_us
+            if expires is not None and now_us >= expires:
+                append(0.0)
+                continue
+            s = raw(e, now_us) * e.importance if multiply else raw(e, now_us)
+            append(1.0 if s >= 1.0 else (s if s > 0.0 else 0.0))
+        return out
+
+    def lowest(self, entries: list[Entry[Any, Any]], now: datetime, now_us: float) -> Entry[Any, Any] | None:
+        """The unpinned entry that ranks last: lowest score, then earliest put."""
+        unpinned = [e for e in entries if not e.pinned]
+        if not unpinned:
+            return None
+        scores = self.many(unpinned, now, now_us)
+        best = min(range(len(unpinned)), key=lambda i: (scores[i], unpinned[i].seq))
+        return unpinned[best]
+
+
+def make_scorer(decay_fn: object, half_life: float | timedelta) -> Scorer:
+    """A :class:`Scorer` for ``decay_fn`` (a built-in name, a decay object or a callable)."""
+    if isinstance(decay_fn, str):
+        return Scorer(by_name(decay_fn, half_life))
+    score = getattr(decay_fn, "score", None)
+    if not callable(score) and not callable(decay_fn):
+        raise TypeError(
+            "decay_fn must be a built-in name, an object with score(entry, now), "
+            f"or a callable (entry, now) -> float; got {type(decay_fn).__name__}"
+        )
+    return Scorer(decay_fn)

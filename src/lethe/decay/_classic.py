@@ -1,0 +1,288 @@
+"""The three decay functions of the design spec: exponential, access-weighted and ACT-R."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, ClassVar
+
+from lethe._clock import seconds, to_us
+from lethe._entry import Entry
+from lethe.decay._protocol import finite_in, finite_positive
+
+__all__ = ["ACTR", "AccessWeighted", "Exponential"]
+
+_LN2 = math.log(2.0)
+_HOUR = timedelta(hours=1)
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class Exponential:
+    """Exponential decay since the last access: ``raw = 0.5 ** (elapsed / half_life)``.
+
+    The classic forgetting curve (Ebbinghaus 1885): the score halves every
+    ``half_life`` without a rehearsal.  Every entry decays at the same rate,
+    so the ranking of entries never changes with time and the memory keeps an
+    index on it (``decay_rate``): eviction, ``top`` and ``active`` do not scan.
+
+    Args:
+        half_life: A ``timedelta`` or seconds (> 0).  Stored as seconds.
+
+    Raises:
+        ValueError, TypeError: ``half_life`` is not a positive finite duration.
+
+    >>> from datetime import datetime, timedelta, timezone
+    >>> from lethe import Entry
+    >>> t = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    >>> e = Entry(key=1, value="v", inserted_at=t, last_accessed_at=t)
+    >>> Exponential(half_life=timedelta(hours=1)).score(e, t + timedelta(hours=2))
+    0.25
+    """
+
+    name: ClassVar[str] = "exponential"
+    half_life: float
+    _half_life_us: float
+
+    def __init__(self, half_life: timedelta | float = _HOUR) -> None:
+        secs = seconds(half_life, "half_life")
+        object.__setattr__(self, "half_life", secs)
+        object.__setattr__(self, "_half_life_us", secs * 1e6)
+
+    @property
+    def decay_rate(self) -> float:
+        """The rate per second, ``ln 2 / half_life``, shared by every entry."""
+        return _LN2 / self.half_life
+
+    def score(self, entry: Entry[Any, Any], now: datetime) -> float:
+        """Raw score of ``entry`` at ``now`` (importance not applied)."""
+        return self._raw(entry, to_us(now))
+
+    def _raw(self, entry: Entry[Any, Any], now_us: float) -> float:
+        elapsed = now_us - entry.accessed_us
+        return 0.5 ** (elapsed / self._half_life_us) if elapsed > 0.0 else 1.0
+
+    def time_until(self, entry: Entry[Any, Any], score: float) -> float | None:
+        """Seconds after the last access at which the raw score falls to ``score``."""
+        return self.half_life * math.log2(1.0 / score) if score > 0.0 else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Name and parameters, JSON-ready."""
+        return {"name": self.name, "half_life": self.half_life}
+
+    def __repr__(self) -> str:
+        return f"Exponential(half_life={self.half_life!r})"
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class AccessWeighted:
+    """Exponential decay whose half-life grows with every rehearsal.
+
+    ``raw = 0.5 ** (elapsed / h)`` with ``h = half_life * (1 + boost * ln(1 + access_count))``,
+    elapsed since the last access.  A fresh entry decays exactly like
+    :class:`Exponential`; each rehearsal stretches its half-life, with
+    diminishing returns (the spacing effect).  Raw scores stay in 0..1 and never
+    fall as ``access_count`` grows.
+
+    Args:
+        half_life: Half-life of a never-rehearsed entry (``timedelta`` or seconds, > 0).
+        boost: How much each order of magnitude of rehearsals stretches it (>= 0).
+
+    >>> from datetime import datetime, timedelta, timezone
+    >>> from lethe import Entry
+    >>> t = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    >>> e = Entry(key=1, value="v", inserted_at=t, last_accessed_at=t, access_count=0)
+    >>> AccessWeighted(half_life=3600).score(e, t + timedelta(hours=1))
+    0.5
+    """
+
+    name: ClassVar[str] = "access_weighted"
+    half_life: float
+    boost: float
+    _half_life_us: float
+
+    def __init__(self, half_life: timedelta | float = _HOUR, boost: float = 1.0) -> None:
+        secs = seconds(half_life, "half_life")
+        object.__setattr__(self, "half_life", secs)
+        object.__setattr__(self, "boost", finite_in(boost, "boost", 0.0, 1e6))
+        object.__setattr__(self, "_half_life_us", secs * 1e6)
+
+    def effective_half_life(self, access_count: int) -> float:
+        """The half-life in seconds of an entry rehearsed ``access_count`` times."""
+        return self.half_life * (1.0 + self.boost * math.log1p(access_count))
+
+    def score(self, entry: Entry[Any, Any], now: datetime) -> float:
+        """Raw score of ``entry`` at ``now`` (importance not applied)."""
+        return self._raw(entry, to_us(now))
+
+    def _raw(self, entry: Entry[Any, Any], now_us: float) -> float:
+        elapsed = now_us - entry.accessed_us
+        if elapsed <= 0.0:
+            return 1.0
+        h = self._half_life_us * (1.0 + self.boost * math.log1p(entry.access_count))
+        return 0.5 ** (elapsed / h)
+
+    def time_until(self, entry: Entry[Any, Any], score: float) -> float | None:
+        """Seconds after the last access at which the raw score falls to ``score``."""
+        if score <= 0.0:
+            return None
+        return self.effective_half_life(entry.access_count) * math.log2(1.0 / score)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Name and parameters, JSON-ready."""
+        return {"name": self.name, "half_life": self.half_life, "boost": self.boost}
+
+    def __repr__(self) -> str:
+        return f"AccessWeighted(half_life={self.half_life!r}, boost={self.boost!r})"
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class ACTR:
+    """ACT-R base-level activation mapped to a recall probability.
+
+    ``B = ln(sum_j t_j ** -d)`` over the entry's accesses (the insertion is the
+    first; ``t_j`` in seconds since access ``j``), and
+    ``raw = 1 / (1 + exp(-(B - tau) / s))`` (Anderson & Lebiere 1998).  Recent
+    and frequent accesses both raise activation, and the score of an entry
+    that is never rehearsed falls as a power law, ``1 / (1 + (t / half_life) ** (d / s))``.
+
+    By default ``tau = -d * ln(half_life)``, so a once-inserted entry scores
+    exactly 0.5 after one half-life.  Per-entry state stays bounded: the entry
+    keeps its ``history`` most recent access times in ``decay_state`` and older
+    accesses enter through Petrov's (2006) approximation of the remaining sum,
+    ``(n - k) * (t_n ** (1 - d) - t_k ** (1 - d)) / ((1 - d) * (t_n - t_k))``,
+    which assumes they were spread evenly between the insertion and the
+    oldest remembered access.  With at most ``history`` accesses the result is
+    the exact equation.
+
+    Args:
+        half_life: Time at which a once-inserted entry scores 0.5 (``timedelta`` or seconds).
+        decay: ACT-R's ``d``, in (0, 1); 0.5 is the standard value.
+        noise: The logistic scale ``s`` (> 0); smaller is steeper.
+        threshold: ``tau``; None derives it from ``half_life``.
+        history: How many recent access times each entry keeps (>= 1).
+
+    >>> from datetime import datetime, timedelta, timezone
+    >>> from lethe import Entry
+    >>> t = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    >>> e = Entry(key=1, value="v", inserted_at=t, last_accessed_at=t)
+    >>> round(ACTR(half_life=3600).score(e, t + timedelta(hours=1)), 12)
+    0.5
+    """
+
+    name: ClassVar[str] = "actr"
+    half_life: float
+    decay: float
+    noise: float
+    threshold: float
+    history: int
+
+    def __init__(
+        self,
+        half_life: timedelta | float = _HOUR,
+        decay: float = 0.5,
+        noise: float = 0.25,
+        threshold: float | None = None,
+        history: int = 10,
+    ) -> None:
+        secs = seconds(half_life, "half_life")
+        d = finite_in(decay, "decay", 0.0, 1.0)
+        if d in (0.0, 1.0):
+            raise ValueError(f"decay must be strictly between 0 and 1, got {decay!r}")
+        s = finite_positive(noise, "noise")
+        if threshold is None:
+            tau = -d * math.log(secs)
+        else:
+            tau = finite_in(threshold, "threshold", -1e300, 1e300)
+        if isinstance(history, bool) or not isinstance(history, int) or not 1 <= history <= 10_000:
+            raise ValueError(f"history must be an int between 1 and 10000, got {history!r}")
+        object.__setattr__(self, "half_life", secs)
+        object.__setattr__(self, "decay", d)
+        object.__setattr__(self, "noise", s)
+        object.__setattr__(self, "threshold", tau)
+        object.__setattr__(self, "history", history)
+
+    def score(self, entry: Entry[Any, Any], now: datetime) -> float:
+        """Raw score (recall probability) of ``entry`` at ``now``."""
+        return self._raw(entry, to_us(now))
+
+    def activation(self, entry: Entry[Any, Any], now: datetime) -> float:
+        """The base-level activation ``B`` of ``entry`` at ``now`` (``inf`` at an access instant)."""
+        total = self._sum(entry, to_us(now))
+        return math.inf if total == math.inf else (math.log(total) if total > 0.0 else -math.inf)
+
+    def _times(self, entry: Entry[Any, Any]) -> tuple[float, ...]:
+        state = entry.decay_state
+        if state:
+            return tuple(state)
+        # No state yet: a fresh entry, or one scored by another function before.
+        return (entry.accessed_us,) if entry.access_count else (entry.inserted_us,)
+
+    def _sum(self, entry: Entry[Any, Any], now_us: float) -> float:
+        d = self.decay
+        times = self._times(entry)
+        total = 0.0
+        for t in times:
+            age = (now_us - t) * 1e-6
+            if age <= 0.0:
+                return math.inf
+            total += age**-d
+        n = max(entry.access_count + 1, len(times))
+        k = len(times)
+        if n > k:
+            t_n = (now_us - min(entry.inserted_us, times[0])) * 1e-6
+            t_k = (now_us - times[0]) * 1e-6
+            if t_n > t_k:
+                total += (n - k) * (t_n ** (1.0 - d) - t_k ** (1.0 - d)) / ((1.0 - d) * (t_n - t_k))
+            else:
+                total += (n - k) * t_k**-d
+        return total
+
+    def _raw(self, entry: Entry[Any, Any], now_us: float) -> float:
+        total = self._sum(entry, now_us)
+        if total == math.inf:
+            return 1.0
+        if total <= 0.0:
+            return 0.0
+        x = (self.threshold - math.log(total)) / self.noise
+        if x > 700.0:
+            return 0.0
+        return 1.0 / (1.0 + math.exp(x))
+
+    def rehearse(self, entry: Entry[Any, Any], now: datetime) -> tuple[float, ...]:
+        """The new ``decay_state`` after a rehearsal at ``now``: the recent access times."""
+        return self._rehearse(entry, to_us(now))
+
+    def _rehearse(self, entry: Entry[Any, Any], now_us: float) -> tuple[float, ...]:
+        return (*self._times(entry), now_us)[-self.history :]
+
+    def dump_state(self, state: tuple[float, ...]) -> list[float]:
+        """``decay_state`` as JSON: the recent access times in microseconds."""
+        return list(state)
+
+    def load_state(self, data: object) -> tuple[float, ...] | None:
+        """``decay_state`` from :meth:`dump_state` output; ValueError if malformed."""
+        if data is None:
+            return None
+        if not isinstance(data, list) or not 1 <= len(data) <= self.history:
+            raise ValueError(f"decay_state must be null or a list of 1..{self.history} access times")
+        times: list[float] = []
+        for t in data:
+            if isinstance(t, bool) or not isinstance(t, (int, float)) or not -1e18 < t < 1e18:
+                raise ValueError(f"decay_state holds a bad access time: {t!r}")
+            times.append(float(t))
+        return tuple(sorted(times))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Name and parameters, JSON-ready."""
+        return {
+            "name": self.name,
+            "half_life": self.half_life,
+            "decay": self.decay,
+            "noise": self.noise,
+            "threshold": self.threshold,
+            "history": self.history,
+        }
+
+    def __repr__(self) -> str:
+        return f"ACTR(half_life={self.half_life!r}, decay={self.decay!r}, noise={self.noise!r}, history={self.history!r})"

@@ -1,0 +1,90 @@
+"""The decay-function protocol and the glue that turns any decay function into a scorer."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from lethe._clock import from_us
+from lethe._entry import Entry
+
+__all__ = ["DecayFunction", "DecayCallable"]
+
+
+@runtime_checkable
+class DecayFunction(Protocol):
+    """What a decay function is: an object with ``score(entry, now) -> float``.
+
+    ``score`` returns the entry's raw relevance at ``now``: 1.0 when fresh,
+    falling towards 0.0 as the entry goes unrehearsed.  :class:`~lethe.Memory`
+    multiplies it by the entry's importance and clamps the result to 0..1, so
+    ``score`` must not apply importance itself (unless it says so, below).  It
+    must be pure: same entry and time, same result.
+
+    A decay function may also define these optional members:
+
+    ``includes_importance: bool``
+        True when ``score`` already accounts for ``entry.importance``; the
+        memory then only clamps.
+    ``rehearse(entry, now) -> state``
+        Called on every rehearsal (``get``, ``touch``, ``update``) with the
+        entry as it was before; the value returned becomes the new entry's
+        ``decay_state``.  A fresh entry has ``decay_state`` None, so the
+        function derives its initial state from the entry's fields.
+    ``decay_rate: float``
+        Declares that ``score(entry, now) == exp(-decay_rate * seconds since
+        entry.last_accessed_at)`` for every entry: one rate for all entries,
+        so the ranking of entries never changes with time.  The memory then
+        keeps an index on that ranking (see the performance guide).
+    ``to_dict() -> dict``
+        JSON-ready name and parameters, for :meth:`~lethe.Memory.to_dict`.
+    ``time_until(entry, score) -> float | None``
+        Seconds after ``entry.last_accessed_at`` at which the raw score falls
+        to ``score`` (closed-form forecasts); None for never.
+
+    Any plain callable ``(entry, now) -> float`` works too; the memory wraps it.
+
+    >>> from lethe.decay import Exponential
+    >>> isinstance(Exponential(), DecayFunction)
+    True
+    """
+
+    def score(self, entry: Entry[Any, Any], now: datetime) -> float:
+        """The entry's raw relevance at ``now``, in 0..1."""
+        ...
+
+
+DecayCallable = Callable[[Entry[Any, Any], datetime], float]
+
+
+def finite_positive(value: object, name: str) -> float:
+    """``value`` as a positive finite float, else ValueError/TypeError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    try:
+        f = float(value)
+    except OverflowError:
+        raise ValueError(f"{name} must be finite, got {value!r}") from None
+    if not (0.0 < f < math.inf):
+        raise ValueError(f"{name} must be positive and finite, got {value!r}")
+    return f
+
+
+def finite_in(value: object, name: str, low: float, high: float) -> float:
+    """``value`` as a float in ``low..high`` (inclusive), else ValueError/TypeError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    try:
+        f = float(value)
+    except OverflowError:
+        raise ValueError(f"{name} must be between {low} and {high}, got {value!r}") from None
+    if not (low <= f <= high):
+        raise ValueError(f"{name} must be between {low} and {high}, got {value!r}")
+    return f
+
+
+def now_of(now_us: float) -> datetime:
+    """The datetime for a microsecond count (for calling user code)."""
+    return from_us(now_us)
