@@ -37,8 +37,7 @@ class FrozenDict(dict[str, Any]):
         raise TypeError("entry metadata is read-only; put the entry again with new metadata")
 
     __setitem__ = __delitem__ = _readonly
-    clear = pop = popitem = setdefault = update = _readonly  # type: ignore[assignment]
-    __ior__ = _readonly  # type: ignore[assignment]
+    clear = pop = popitem = setdefault = update = __ior__ = _readonly
 
     def __hash__(self) -> int:  # type: ignore[override]
         return hash(frozenset(self.items()))

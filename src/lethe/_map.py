@@ -78,18 +78,17 @@ def _dissoc(node: Node, h: int, shift: int, key: Any) -> Node:
     new = _dissoc(node[i], h, shift + _BITS, key)
     branch = list(node)
     branch[i] = new
-    if new is None or type(new) is dict:
-        # Fold a sparse branch back into one leaf so shrinking maps stay small.
-        if all(c is None or type(c) is dict for c in branch):
-            size = sum(len(c) for c in branch if c is not None)
-            if size == 0:
-                return None
-            if size <= _LEAF_MAX // 2:
-                merged: dict[Any, Any] = {}
-                for c in branch:
-                    if c is not None:
-                        merged.update(c)
-                return merged
+    # Fold a sparse branch back into one leaf so shrinking maps stay small.
+    if (new is None or type(new) is dict) and all(c is None or type(c) is dict for c in branch):
+        size = sum(len(c) for c in branch if c is not None)
+        if size == 0:
+            return None
+        if size <= _LEAF_MAX // 2:
+            merged: dict[Any, Any] = {}
+            for c in branch:
+                if c is not None:
+                    merged.update(c)
+            return merged
     return tuple(branch)
 
 
@@ -120,7 +119,7 @@ class PersistentMap(Generic[K, V]):
     (1, 2, 2, False)
     """
 
-    __slots__ = ("_root", "_len")
+    __slots__ = ("_len", "_root")
 
     _root: Node
     _len: int

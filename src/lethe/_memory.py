@@ -515,7 +515,7 @@ class Memory(Generic[K, V]):
         evict_below = self.eviction_threshold
         # Lowest scores first, so summaries run in the order entries fade.
         for entry, s in zip(reversed(ranked), reversed(scores)):
-            if entry.pinned or s >= summarize_below and s >= evict_below:
+            if entry.pinned or (s >= summarize_below and s >= evict_below):
                 continue
             if s < summarize_below and not entry.summarized:
                 entry = self._summarized(entry)

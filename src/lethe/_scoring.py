@@ -21,7 +21,7 @@ class Scorer:
     (a NaN, an infinity or a non-number raises ValueError naming the key).
     """
 
-    __slots__ = ("fn", "multiply", "_raw", "_checked", "_rehearse")
+    __slots__ = ("_checked", "_raw", "_rehearse", "fn", "multiply")
 
     fn: Any
     multiply: bool

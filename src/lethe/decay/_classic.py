@@ -60,7 +60,10 @@ class Exponential:
 
     def _raw(self, entry: Entry[Any, Any], now_us: float) -> float:
         elapsed = now_us - entry.accessed_us
-        return 0.5 ** (elapsed / self._half_life_us) if elapsed > 0.0 else 1.0
+        if elapsed <= 0.0:
+            return 1.0
+        raw: float = 0.5 ** (elapsed / self._half_life_us)
+        return raw
 
     def time_until(self, entry: Entry[Any, Any], score: float) -> float | None:
         """Seconds after the last access at which the raw score falls to ``score``."""
@@ -120,7 +123,8 @@ class AccessWeighted:
         if elapsed <= 0.0:
             return 1.0
         h = self._half_life_us * (1.0 + self.boost * math.log1p(entry.access_count))
-        return 0.5 ** (elapsed / h)
+        raw: float = 0.5 ** (elapsed / h)
+        return raw
 
     def time_until(self, entry: Entry[Any, Any], score: float) -> float | None:
         """Seconds after the last access at which the raw score falls to ``score``."""
@@ -190,10 +194,7 @@ class ACTR:
         if d in (0.0, 1.0):
             raise ValueError(f"decay must be strictly between 0 and 1, got {decay!r}")
         s = finite_positive(noise, "noise")
-        if threshold is None:
-            tau = -d * math.log(secs)
-        else:
-            tau = finite_in(threshold, "threshold", -1e300, 1e300)
+        tau = -d * math.log(secs) if threshold is None else finite_in(threshold, "threshold", -1e+300, 1e+300)
         if isinstance(history, bool) or not isinstance(history, int) or not 1 <= history <= 10_000:
             raise ValueError(f"history must be an int between 1 and 10000, got {history!r}")
         object.__setattr__(self, "half_life", secs)
@@ -285,4 +286,7 @@ class ACTR:
         }
 
     def __repr__(self) -> str:
-        return f"ACTR(half_life={self.half_life!r}, decay={self.decay!r}, noise={self.noise!r}, history={self.history!r})"
+        return (
+            f"ACTR(half_life={self.half_life!r}, decay={self.decay!r}, "
+            f"noise={self.noise!r}, history={self.history!r})"
+        )
