@@ -163,7 +163,7 @@ class ACTR:
         half_life: Time at which a once-inserted entry scores 0.5 (``timedelta`` or seconds).
         decay: ACT-R's ``d``, in (0, 1); 0.5 is the standard value.
         noise: The logistic scale ``s`` (> 0); smaller is steeper.
-        threshold: ``tau``; None derives it from ``half_life``.
+        threshold: ``tau``; None (the default) derives it from ``half_life``.
         history: How many recent access times each entry keeps (>= 1).
 
     >>> from datetime import datetime, timedelta, timezone
@@ -178,8 +178,9 @@ class ACTR:
     half_life: float
     decay: float
     noise: float
-    threshold: float
+    threshold: float | None
     history: int
+    _tau: float
 
     def __init__(
         self,
@@ -194,13 +195,14 @@ class ACTR:
         if d in (0.0, 1.0):
             raise ValueError(f"decay must be strictly between 0 and 1, got {decay!r}")
         s = finite_positive(noise, "noise")
-        tau = -d * math.log(secs) if threshold is None else finite_in(threshold, "threshold", -1e+300, 1e+300)
+        given = None if threshold is None else finite_in(threshold, "threshold", -1e300, 1e300)
         if isinstance(history, bool) or not isinstance(history, int) or not 1 <= history <= 10_000:
             raise ValueError(f"history must be an int between 1 and 10000, got {history!r}")
         object.__setattr__(self, "half_life", secs)
         object.__setattr__(self, "decay", d)
         object.__setattr__(self, "noise", s)
-        object.__setattr__(self, "threshold", tau)
+        object.__setattr__(self, "threshold", given)
+        object.__setattr__(self, "_tau", -d * math.log(secs) if given is None else given)
         object.__setattr__(self, "history", history)
 
     def score(self, entry: Entry[Any, Any], now: datetime) -> float:
@@ -245,7 +247,7 @@ class ACTR:
             return 1.0
         if total <= 0.0:
             return 0.0
-        x = (self.threshold - math.log(total)) / self.noise
+        x = (self._tau - math.log(total)) / self.noise
         if x > 700.0:
             return 0.0
         return 1.0 / (1.0 + math.exp(x))

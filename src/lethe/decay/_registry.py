@@ -60,5 +60,5 @@ def from_dict(data: object) -> Any:
         raise ValueError(f"decay_fn.name: unknown decay function {name!r}; choose one of {sorted(BUILTINS)}")
     try:
         return BUILTINS[name](**params)
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:
         raise ValueError(f"decay_fn: bad parameters for {name!r}: {exc}") from None
