@@ -184,7 +184,8 @@ class TestCustomDecay:
         mem: Memory[Any, Any] = Memory(decay_fn=Counting(), clock_fn=clock).put(1, key=1)
         mem, e = mem.get(1)
         mem, e = mem.get(1)
-        assert e.decay_state == 2 and mem.score(1) == pytest.approx(1 / 3)
+        assert e.decay_state == 2
+        assert mem.score(1) == pytest.approx(1 / 3)
 
     def test_includes_importance_flag(self, clock: Clock) -> None:
         class Own:
@@ -217,7 +218,8 @@ class TestCustomDecay:
             return 1.0
 
         Memory(decay_fn=fn, clock_fn=clock).put(1).scored()
-        assert seen == [clock.now] and seen[0].tzinfo is not None
+        assert seen == [clock.now]
+        assert seen[0].tzinfo is not None
 
 
 def test_by_name_rejects_unknown_names() -> None:

@@ -23,7 +23,9 @@ class TestConstruction:
         assert mem.decay_fn == Exponential(half_life=3600)
         assert mem.half_life == 3600.0
         assert (mem.eviction_threshold, mem.summarize_threshold) == (0.05, 0.15)
-        assert mem.summarize_fn is None and mem.on_evict is None and mem.clock_fn is None
+        assert mem.summarize_fn is None
+        assert mem.on_evict is None
+        assert mem.clock_fn is None
         assert len(mem) == 0
 
     def test_keyword_only(self) -> None:
@@ -85,13 +87,16 @@ class TestPut:
         e = mem.peek("k")
         assert (e.key, e.value, e.access_count, e.pinned, e.importance) == ("k", "v", 0, False, 0.5)
         assert e.inserted_at == e.last_accessed_at == clock.now
-        assert e.metadata == {"a": 1} and e.summary is None and not e.summarized
+        assert e.metadata == {"a": 1}
+        assert e.summary is None
+        assert not e.summarized
 
     def test_generated_keys_increase_over_history(self, make: Any) -> None:
         mem = make().put("a").put("b")
         assert sorted(mem.keys()) == [0, 1]
         mem = mem.delete(1).put("c")
-        assert 2 in mem and 1 not in mem
+        assert 2 in mem
+        assert 1 not in mem
         mem = mem.clear().put("d")
         assert list(mem.keys()) == [3]
 
@@ -109,7 +114,8 @@ class TestPut:
         mem = mem.put("A", key="a", importance=2.0)
         e = mem.peek("a")
         assert (e.value, e.access_count, e.importance, e.inserted_at) == ("A", 0, 2.0, clock.now)
-        assert len(mem) == 2 and evicted == []
+        assert len(mem) == 2
+        assert evicted == []
 
     def test_metadata_is_a_read_only_copy(self, make: Any) -> None:
         meta = {"source": "user"}
@@ -146,7 +152,9 @@ class TestPut:
         m0 = make()
         m1 = m0.put("a", key="a")
         m2 = m1.put("b", key="b")
-        assert len(m0) == 0 and len(m1) == 1 and len(m2) == 2
+        assert len(m0) == 0
+        assert len(m1) == 1
+        assert len(m2) == 2
         assert "b" not in m1
 
 
@@ -161,7 +169,8 @@ class TestCapacity:
         mem = mem.put("new", key="new")
         mem = mem.put("newest", key="newest")
         assert sorted(mem.keys()) == ["new", "newest", "old"]
-        assert len(reported) == 1 and len(reported[0]) == 1
+        assert len(reported) == 1
+        assert len(reported[0]) == 1
         gone = reported[0][0]
         assert (gone.key, gone.summary, gone.summarized) == ("mid", "sum:mid", True)
 
@@ -182,7 +191,9 @@ class TestCapacity:
         mem = mem.put("a", key="a")
         clock.tick(timedelta(hours=5))
         mem = mem.summarize()
-        assert calls == ["a"] and mem.peek("a").summarized and mem.peek("a").summary is None
+        assert calls == ["a"]
+        assert mem.peek("a").summarized
+        assert mem.peek("a").summary is None
         mem = mem.put("b", key="b").put("c", key="c")
         assert calls == ["a"]
 
@@ -213,7 +224,8 @@ class TestReads:
         assert mem.peek("k").access_count == 0
         assert mem.score("k") == pytest.approx(0.5)
         mem2, entry = mem.get("k")
-        assert entry.access_count == 1 and entry.last_accessed_at == clock.now
+        assert entry.access_count == 1
+        assert entry.last_accessed_at == clock.now
         assert mem2.score("k") == 1.0
         assert mem.score("k") == pytest.approx(0.5)
         assert mem2.peek("k") == entry
@@ -234,7 +246,9 @@ class TestReads:
         assert [e.key for e, _ in scored] == ["c", "b", "a", "d"]
         scores = [s for _, s in scored]
         assert scores == sorted(scores, reverse=True)
-        assert scores[0] == 1.0 and scores[2] == pytest.approx(0.5) and scores[3] == pytest.approx(0.1)
+        assert scores[0] == 1.0
+        assert scores[2] == pytest.approx(0.5)
+        assert scores[3] == pytest.approx(0.1)
         assert [e.key for e in mem] == ["c", "b", "a", "d"]
         assert mem.score_map() == {e.key: s for e, s in scored}
 
@@ -247,7 +261,8 @@ class TestReads:
         assert [e.key for e in mem.active()] == [k for k, s in scores.items() if s >= 0.05]
         assert [e.key for e in mem.above(0.2)] == [k for k, s in scores.items() if s >= 0.2]
         assert [e.key for e in mem.top(2)] == [5, 4]
-        assert mem.top(0) == [] and len(mem.top(100)) == 6
+        assert mem.top(0) == []
+        assert len(mem.top(100)) == 6
         assert [e.key for e in mem.filter(lambda e: e.value % 2 == 0)] == [4, 2, 0]
         assert mem.active_count() == len(mem.active())
 
@@ -309,13 +324,15 @@ class TestRehearsal:
         assert (e.value, e.summary, e.summarized, e.access_count) == ("v2", None, False, 1)
         clock.tick(timedelta(hours=4))
         mem = mem.summarize().summarize()
-        assert mem.peek("k").summary == "s:v2" and calls == ["v1", "v2"]
+        assert mem.peek("k").summary == "s:v2"
+        assert calls == ["v1", "v2"]
 
     def test_pin_and_unpin(self, make: Any, clock: Clock) -> None:
         mem = make().put("v", key="k")
         clock.tick(timedelta(hours=10))
         pinned = mem.pin("k")
-        assert pinned.score("k") == 1.0 and pinned.peek("k").pinned
+        assert pinned.score("k") == 1.0
+        assert pinned.peek("k").pinned
         assert pinned.pin("k") is pinned
         assert pinned.unpin("k").score("k") == pytest.approx(0.5**10)
 
@@ -329,7 +346,9 @@ class TestRemoval:
     def test_clear_keeps_configuration(self, make: Any) -> None:
         mem = make(max_entries=7).put(1).put(2)
         cleared = mem.clear()
-        assert len(cleared) == 0 and cleared.max_entries == 7 and len(mem) == 2
+        assert len(cleared) == 0
+        assert cleared.max_entries == 7
+        assert len(mem) == 2
 
     def test_evict_summarizes_then_removes(self, make: Any, clock: Clock) -> None:
         reported: list[tuple[Entry[Any, Any], ...]] = []
@@ -340,24 +359,31 @@ class TestRemoval:
         clock.tick(timedelta(hours=3))  # gone: 0.5**5 = 0.03, fading: 0.5**3 = 0.125
         mem = mem.put("fresh", key="fresh")
         new, evicted = mem.evict()
-        assert [e.key for e in evicted] == ["gone"] and evicted[0].summary == "s:gone"
+        assert [e.key for e in evicted] == ["gone"]
+        assert evicted[0].summary == "s:gone"
         assert reported == [evicted]
         assert sorted(new.keys()) == ["fading", "fresh", "pinned"]
         assert new.peek("fading").summary == "s:fading"
-        assert new.peek("fresh").summary is None and not new.peek("pinned").summarized
-        assert "gone" in mem and mem.peek("fading").summary is None
+        assert new.peek("fresh").summary is None
+        assert not new.peek("pinned").summarized
+        assert "gone" in mem
+        assert mem.peek("fading").summary is None
 
     def test_evict_with_nothing_to_do(self, make: Any) -> None:
         calls: list[Any] = []
         mem = make(on_evict=calls.append).put("a")
         new, evicted = mem.evict()
-        assert evicted == () and calls == [] and new == mem
+        assert evicted == ()
+        assert calls == []
+        assert new == mem
 
     def test_evict_without_summarize_fn_removes_directly(self, make: Any, clock: Clock) -> None:
         mem = make().put("a", key="a")
         clock.tick(timedelta(hours=6))
         new, evicted = mem.evict()
-        assert len(new) == 0 and evicted[0].summary is None and not evicted[0].summarized
+        assert len(new) == 0
+        assert evicted[0].summary is None
+        assert not evicted[0].summarized
 
     def test_summarize_runs_once_even_when_it_returns_none(self, make: Any, clock: Clock) -> None:
         calls: list[Any] = []
@@ -365,7 +391,8 @@ class TestRemoval:
         clock.tick(timedelta(hours=3))
         mem = mem.summarize().summarize()
         mem, _ = mem.evict()
-        assert len(calls) == 1 and mem.peek("a").summarized
+        assert len(calls) == 1
+        assert mem.peek("a").summarized
 
 
 class TestClock:

@@ -151,7 +151,8 @@ def test_capacity_evicts_the_lowest_scored_unpinned_entry(
     lowest = min(s for _, s in unpinned)
     (gone,) = reported[0]
     assert mem.score(gone.key) == lowest
-    assert gone.key not in after and len(after) == n
+    assert gone.key not in after
+    assert len(after) == n
     assert gone.key == unpinned[-1][0].key
 
 
@@ -171,7 +172,8 @@ def test_persistent_map_matches_a_dict(ops: list[tuple[bool, int, int]]) -> None
         assert len(m) == len(model)
         assert dict(m.items()) == model
     for old, snap in versions:
-        assert dict(old.items()) == snap and len(old) == len(snap)
+        assert dict(old.items()) == snap
+        assert len(old) == len(snap)
 
 
 @given(st.sets(st.integers(), min_size=0, max_size=300), st.data())
@@ -184,7 +186,8 @@ def test_persistent_map_grows_and_shrinks(keys_: set[int], data: st.DataObject) 
     doomed = data.draw(st.lists(st.sampled_from(sorted(keys_)), unique=True) if keys_ else st.just([]))
     for k in doomed:
         m = m.delete(k)
-        assert k not in m and m.get(k) is None
+        assert k not in m
+        assert m.get(k) is None
     assert sorted(m.keys()) == sorted(keys_ - set(doomed))
     with pytest.raises(KeyError):
         m.delete(10**30)
@@ -207,7 +210,8 @@ def test_persistent_map_survives_hash_collisions() -> None:
     m: PersistentMap[Collide, int] = PersistentMap()
     for i in range(100):
         m = m.set(Collide(i), i)
-    assert len(m) == 100 and all(m[Collide(i)] == i for i in range(100))
+    assert len(m) == 100
+    assert all(m[Collide(i)] == i for i in range(100))
     for i in range(0, 100, 2):
         m = m.delete(Collide(i))
     assert sorted(v for v in m.values()) == list(range(1, 100, 2))
@@ -220,7 +224,8 @@ def test_small_memories_stay_small() -> None:
     assert sys.getsizeof(m._root) < 100
     for i in range(10):
         m = m.set(i, i)
-    assert type(m._root) is dict and sys.getsizeof(m._root) < 1024
+    assert type(m._root) is dict
+    assert sys.getsizeof(m._root) < 1024
 
 
 def test_large_scores_clamp_and_tiny_half_lives_stay_finite() -> None:

@@ -571,10 +571,10 @@ class Memory(Generic[K, V]):
         unknown = set(changes) - set(config)
         if unknown:
             raise TypeError(f"unknown configuration field(s): {sorted(unknown)}")
-        fn = self.decay_fn
+        fn: Any = self.decay_fn
         if "half_life" in changes and "decay_fn" not in changes and getattr(fn, "half_life", None) == self.half_life:
             # A built-in decay function made from the memory's half-life follows it.
-            params = getattr(fn, "to_dict", dict)()
+            params: dict[str, Any] = getattr(fn, "to_dict", dict)()
             if params.pop("name", None) is not None:
                 params["half_life"] = changes["half_life"]
                 config["decay_fn"] = type(fn)(**params)

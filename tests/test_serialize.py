@@ -1,0 +1,100 @@
+"""to_dict / from_dict / pickle round trips, and malformed data."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from lethe import Entry, Memory
+
+from .conftest import Clock
+
+
+def sample(clock: Clock, decay: str = "actr") -> Memory[Any, Any]:
+    mem: Memory[Any, Any] = Memory(max_entries=10, decay_fn=decay, half_life=600, clock_fn=clock)
+    mem = mem.put({"text": "hello"}, key="greeting", importance=1.5, metadata={"src": "user"})
+    mem = mem.put([1, 2, 3], pinned=True)
+    clock.tick(300)
+    mem, _ = mem.get("greeting")
+    mem = mem.put("x", key=7)
+    return mem
+
+
+@pytest.mark.parametrize("decay", ["exponential", "access_weighted", "actr"])
+def test_round_trip_through_json(clock: Clock, decay: str) -> None:
+    mem = sample(clock, decay)
+    data = json.loads(json.dumps(mem.to_dict()))
+    back = Memory.from_dict(data, clock_fn=clock)
+    assert back == mem
+    assert back.scored() == mem.scored()
+    assert back.put("next").peek(1).value == "next"  # auto keys carry on
+
+
+def test_custom_decay_needs_decay_fn(clock: Clock) -> None:
+    def fn(e: Entry[Any, Any], now: Any) -> float:
+        return 0.5
+
+    mem: Memory[Any, Any] = Memory(decay_fn=fn, clock_fn=clock).put(1, key=1)
+    data = mem.to_dict()
+    with pytest.raises(ValueError, match="decay_fn"):
+        Memory.from_dict(data)
+    assert Memory.from_dict(data, decay_fn=fn, clock_fn=clock) == mem
+
+
+def test_pickle_round_trip(clock: Clock) -> None:
+    mem = sample(clock)
+    back = pickle.loads(pickle.dumps(mem))
+    assert back.to_dict() == mem.to_dict()
+    assert [e.key for e in back] == [e.key for e in mem]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda d: d.update(entries="nope"), "entries"),
+        (lambda d: d.update(max_entries=0), "max_entries"),
+        (lambda d: d.update(decay_fn={"name": "os.system"}), "decay_fn"),
+        (lambda d: d["entries"][0].update(inserted_at="yesterday"), "inserted_at"),
+        (lambda d: d["entries"][0].update(inserted_at="2026-01-01T00:00:00"), "inserted_at"),
+        (lambda d: d["entries"][0].update(importance=-1), "importance"),
+        (lambda d: d["entries"][0].update(key=[1]), "key"),
+        (lambda d: d["entries"][0].update(key=None), "key"),
+        (lambda d: d["entries"][0].update(access_count=-1), "access_count"),
+        (lambda d: d["entries"][0].update(pinned="yes"), "pinned"),
+        (lambda d: d["entries"][0].update(metadata=[1]), "metadata"),
+        (lambda d: d["entries"][0].update(decay_state=["x"]), "decay_state"),
+        (lambda d: d["entries"][0].update(surprise=1), "surprise"),
+        (lambda d: d["entries"][0].pop("seq"), "seq"),
+        (lambda d: d["entries"][1].update(key=d["entries"][0]["key"]), "key"),
+        (lambda d: d["entries"][1].update(seq=d["entries"][0]["seq"]), "seq"),
+        (lambda d: d.update(max_entries=1), "entries"),
+        (lambda d: d.update(version=99), "version"),
+    ],
+)
+def test_malformed_data_raises_value_error_naming_the_field(clock: Clock, mutate: Any, field: str) -> None:
+    data = json.loads(json.dumps(sample(clock).to_dict()))
+    mutate(data)
+    with pytest.raises(ValueError, match=field):
+        Memory.from_dict(data)
+
+
+def test_not_a_mapping() -> None:
+    with pytest.raises(ValueError, match="data"):
+        Memory.from_dict([])  # type: ignore[arg-type]
+
+
+def test_z_suffix_is_accepted(clock: Clock) -> None:
+    data = sample(clock, "exponential").to_dict()
+    for e in data["entries"]:
+        e["inserted_at"] = e["inserted_at"].replace("+00:00", "Z")
+    assert len(Memory.from_dict(data)) == 3
+
+
+def test_timestamps_are_iso(clock: Clock) -> None:
+    entry = sample(clock).to_dict()["entries"][0]
+    assert entry["inserted_at"] == "2026-01-01T12:00:00+00:00"
+    clock.tick(timedelta(hours=1))
