@@ -13,6 +13,7 @@ lowest-scored entry is summarized and evicted, never silently dropped.
 1
 """
 
+from lethe._consolidate import jaccard_words
 from lethe._entry import Entry
 from lethe._errors import LetheError, MemoryFullError, SummarizeError
 from lethe._memory import Memory, Stats
@@ -27,4 +28,5 @@ __all__ = [
     "Stats",
     "SummarizeError",
     "__version__",
+    "jaccard_words",
 ]

@@ -10,7 +10,8 @@ from datetime import datetime, timedelta
 from operator import attrgetter
 from typing import Any, Generic, TypeVar
 
-from lethe._clock import seconds, to_us, utc_now
+from lethe._clock import from_us, seconds, to_us, utc_now
+from lethe._consolidate import find_groups, jaccard_words, merge_group
 from lethe._entry import (
     Entry,
     check_importance,
@@ -263,7 +264,7 @@ class Memory(Generic[K, V]):
         t = _check_number(threshold, "threshold")
         now, now_us = self._now()
         entries, scores = self._ranked(now, now_us)
-        return [e for e, s in zip(entries, scores) if s >= t]
+        return [e for e, s in zip(entries, scores) if s >= t and not _expired(e, now_us)]
 
     def active(self) -> list[Entry[K, V]]:
         """Entries scoring at least ``eviction_threshold``, highest first."""
@@ -276,7 +277,8 @@ class Memory(Generic[K, V]):
         if n < 0:
             raise ValueError(f"n must be >= 0, got {n!r}")
         now, now_us = self._now()
-        return self._ranked(now, now_us)[0][:n]
+        ranked = self._ranked(now, now_us)[0]
+        return [e for e in ranked if not _expired(e, now_us)][:n]
 
     def filter(self, predicate: Callable[[Entry[K, V]], object]) -> list[Entry[K, V]]:
         """Entries for which ``predicate(entry)`` is true, highest score first."""
@@ -331,6 +333,8 @@ class Memory(Generic[K, V]):
         importance: float = 1.0,
         pinned: bool = False,
         metadata: Mapping[str, Any] | None = None,
+        ttl: timedelta | float | None = None,
+        expires_at: datetime | None = None,
     ) -> Memory[K, V]:
         """Store ``value``; return the new memory.
 
@@ -340,15 +344,37 @@ class Memory(Generic[K, V]):
         A new key at capacity first evicts the lowest-scored unpinned entry,
         summarized first when ``summarize_fn`` is set, then passed to ``on_evict``.
 
+        ``ttl`` (a ``timedelta`` or seconds from now) or ``expires_at`` (an aware
+        datetime) give the entry a deadline: once it passes, the entry scores
+        0.0 under every decay function, is left out of ``active``, ``above``
+        and ``top``, and the next ``evict()`` removes (and reports) it.  A pinned
+        entry cannot be put with a deadline; pinning one later suspends its
+        deadline until it is unpinned.
+
+        Runtime complexity: O(log n), plus an O(n) scan when a new key arrives at capacity.
+
+        >>> from datetime import datetime, timezone
+        >>> mem = Memory(clock_fn=lambda: datetime(2026, 1, 1, tzinfo=timezone.utc))
+        >>> mem = mem.put("draft", key="d", importance=0.5, metadata={"source": "user"})
+        >>> mem.peek("d").importance, mem.score("d")
+        (0.5, 0.5)
+
         Raises:
             MemoryFullError: at capacity with every entry pinned.
-            ValueError, TypeError: a bad ``importance``, ``pinned``, ``metadata`` or ``key``.
+            ValueError, TypeError: a bad ``importance``, ``pinned``, ``metadata``, ``key``,
+                ``ttl`` or ``expires_at``.
             SummarizeError: ``summarize_fn`` raised (nothing changed).
         """
         imp = check_importance(importance)
         if not isinstance(pinned, bool):
             raise TypeError(f"pinned must be a bool, got {type(pinned).__name__}")
         meta = freeze_metadata(metadata)
+        if ttl is not None and expires_at is not None:
+            raise ValueError("pass ttl or expires_at, not both")
+        if pinned and (ttl is not None or expires_at is not None):
+            raise ValueError("ttl/expires_at: a pinned entry cannot expire; pin it after putting it instead")
+        ttl_us = None if ttl is None else seconds(ttl, "ttl") * 1e6
+        deadline_us = None if expires_at is None else to_us(expires_at, "expires_at")
         entries = self._entries
         next_key = self._next_key
         if key is None:
@@ -364,8 +390,12 @@ class Memory(Generic[K, V]):
             present = key in entries
         now, now_us = self._now()
         seq = self._next_seq
+        if ttl_us is not None:
+            deadline_us = now_us + float(round(ttl_us))
+            expires_at = from_us(deadline_us)
         entry = make_entry(
-            new_key, value, now, now, 0, pinned, imp, meta, None, False, None, seq, None, now_us, now_us, None
+            new_key, value, now, now, 0, pinned, imp, meta, None, False, expires_at, seq, None, now_us, now_us,
+            deadline_us,
         )
         if present:
             entries = entries.replace(new_key, entry)
@@ -515,13 +545,14 @@ class Memory(Generic[K, V]):
         evict_below = self.eviction_threshold
         # Lowest scores first, so summaries run in the order entries fade.
         for entry, s in zip(reversed(ranked), reversed(scores)):
-            if entry.pinned or (s >= summarize_below and s >= evict_below):
+            gone = s < evict_below or _expired(entry, now_us)
+            if entry.pinned or (s >= summarize_below and not gone):
                 continue
-            if s < summarize_below and not entry.summarized:
+            if (s < summarize_below or gone) and not entry.summarized:
                 entry = self._summarized(entry)
-                if s >= evict_below:
+                if not gone:
                     entries = entries.replace(entry.key, entry)
-            if s < evict_below:
+            if gone:
                 entries = entries.delete(entry.key)
                 evicted.append(entry)
         evicted.reverse()
@@ -531,6 +562,176 @@ class Memory(Generic[K, V]):
         if not out and entries is self._entries:
             return self, out
         return self._version(entries, now, now_us), out
+
+    # -- forecasts --------------------------------------------------------
+
+    def _crossing_us(self, entry: Entry[K, V], threshold: float, now: datetime, now_us: float) -> float | None:
+        """The moment (µs) the entry's score first drops below ``threshold``; None for never."""
+        if entry.pinned:
+            return None
+        deadline = entry.expires_us
+        scorer = self._scorer
+        if scorer.one(entry, now, now_us) < threshold:
+            return now_us
+        crossing = self._decay_crossing_us(entry, threshold, now_us)
+        if deadline is not None and threshold > 0.0:
+            crossing = deadline if crossing is None else min(crossing, deadline)
+        return crossing
+
+    def _decay_crossing_us(self, entry: Entry[K, V], threshold: float, now_us: float) -> float | None:
+        scorer = self._scorer
+        if threshold <= 0.0:
+            return None
+        closed = getattr(scorer.fn, "time_until", None)
+        if callable(closed) and scorer.multiply and scorer.is_builtin:
+            if entry.importance == 0.0:
+                return now_us
+            secs: float | None = closed(entry, threshold / entry.importance)
+            if secs is None:
+                return None
+            return max(now_us, entry.accessed_us + max(secs, 0.0) * 1e6)
+
+        def below(t_us: float) -> bool:
+            return scorer.one(entry, from_us(t_us), t_us) < threshold
+
+        # Scores never rise without a rehearsal: find a moment below, then bisect.
+        step = 1e6
+        low, high = now_us, now_us + step
+        horizon = now_us + 1e6 * 86_400 * 365 * 1000
+        while not below(high):
+            if high >= horizon:
+                return None
+            low, step = high, step * 4
+            high = min(now_us + step, horizon)
+        while high - low > 1.0:
+            mid = math.floor((low + high) / 2)
+            if below(mid):
+                high = mid
+            else:
+                low = mid
+        return high
+
+    def time_until(self, key: K, threshold: float) -> timedelta | None:
+        """How long until the entry's score drops below ``threshold`` without a rehearsal.
+
+        Exact where the decay function has a closed form (``Exponential``,
+        ``AccessWeighted`` and others with ``time_until``), otherwise found by
+        bisection to the microsecond (scores never rise without a rehearsal).
+        A deadline (``ttl``) counts: the score drops to 0.0 then.
+
+        Returns:
+            ``timedelta(0)`` if it is already below; None if the entry is pinned or never drops below.
+
+        Raises:
+            KeyError: ``key`` is not in the memory.
+
+        >>> from datetime import datetime, timezone
+        >>> mem = Memory(half_life=3600, clock_fn=lambda: datetime(2026, 1, 1, tzinfo=timezone.utc))
+        >>> mem.put("v", key="k").time_until("k", 0.25)
+        datetime.timedelta(seconds=7200)
+        """
+        entry = self.peek(key)
+        t = _check_number(threshold, "threshold")
+        now, now_us = self._now()
+        crossing = self._crossing_us(entry, t, now, now_us)
+        if crossing is None:
+            return None
+        return timedelta(microseconds=round(crossing - now_us))
+
+    def next_eviction(self) -> datetime | None:
+        """The earliest moment an unpinned entry falls below ``eviction_threshold`` (or expires).
+
+        Schedule the next :meth:`evict` sweep for then instead of polling.
+        It is the current time if some entry is already evictable, and None if
+        no entry ever will be (every entry pinned, or the memory empty).
+
+        Runtime complexity: O(n).
+        """
+        now, now_us = self._now()
+        threshold = self.eviction_threshold
+        best: float | None = None
+        for entry in self._entries.values():
+            if entry.pinned:
+                continue
+            crossing = self._crossing_us(entry, threshold, now, now_us)
+            deadline = entry.expires_us
+            if deadline is not None:
+                crossing = max(now_us, deadline if crossing is None else min(crossing, deadline))
+            if crossing is not None and (best is None or crossing < best):
+                best = crossing
+                if best <= now_us:
+                    break
+        if best is None:
+            return None
+        return now + timedelta(microseconds=round(best - now_us))
+
+    def consolidate(
+        self,
+        similarity: Callable[[Any, Any], float] = jaccard_words,
+        threshold: float = 0.7,
+        min_group: int = 2,
+        merge: Callable[[tuple[Entry[K, V], ...]], Entry[K, V]] | None = None,
+    ) -> tuple[Memory[K, V], list[tuple[Entry[K, V], ...]]]:
+        """Merge groups of near-duplicate unpinned entries into one entry each.
+
+        Entries whose values are at least ``threshold`` similar are grouped
+        (transitively); each group of ``min_group`` or more becomes one entry.
+        By default (``merge=None``) the highest-scored entry absorbs the rest: it
+        keeps its key and value, access counts are summed, access histories
+        merged (so duplicates reinforce each other instead of crowding the
+        memory), importance is the largest, metadata merged, and the absorbed
+        keys are listed in ``metadata["consolidated_from"]``.  A ``merge``
+        function gets each group (highest score first) and returns the entry to
+        keep; its key must be one of the group's keys.
+
+        Runtime complexity: with the default word-set Jaccard similarity, only
+        entries sharing rare words are compared (prefix filtering), fast at
+        thousands of entries; any other ``similarity`` compares all pairs, O(n^2).
+
+        Returns:
+            ``(new_memory, groups)``: each group is the tuple of original entries it merged.
+
+        Raises:
+            ValueError, TypeError: a bad ``threshold``, ``min_group``, ``similarity`` or merge result.
+
+        >>> from datetime import datetime, timezone
+        >>> mem = Memory(clock_fn=lambda: datetime(2026, 1, 1, tzinfo=timezone.utc))
+        >>> mem = mem.put("deploy failed on node 7", key="a").put("deploy failed on node 7!", key="b")
+        >>> merged, groups = mem.consolidate()
+        >>> len(merged), [e.key for e in groups[0]], merged.peek("b").metadata["consolidated_from"]
+        (1, ['b', 'a'], ['a'])
+        """
+        t = _check_number(threshold, "threshold")
+        if not 0.0 <= t <= 1.0:
+            raise ValueError(f"threshold must be between 0 and 1, got {threshold!r}")
+        if isinstance(min_group, bool) or not isinstance(min_group, int):
+            raise TypeError(f"min_group must be an int, got {type(min_group).__name__}")
+        if min_group < 2:
+            raise ValueError(f"min_group must be >= 2, got {min_group!r}")
+        if not callable(similarity):
+            raise TypeError(f"similarity must be callable, got {type(similarity).__name__}")
+        _check_hook(merge, "merge")
+        now, now_us = self._now()
+        ranked, _scores = self._ranked(now, now_us)
+        candidates = [e for e in ranked if not e.pinned]
+        groups = [
+            tuple(candidates[i] for i in sorted(g)) for g in find_groups(candidates, similarity, t, min_group)
+        ]
+        if not groups:
+            return self, []
+        merge_states = getattr(self.decay_fn, "merge_states", None)
+        entries = self._entries
+        for group in groups:
+            merged = merge(group) if merge is not None else merge_group(group, merge_states)
+            if not isinstance(merged, Entry):
+                raise TypeError(f"merge must return an Entry, got {type(merged).__name__}")
+            if all(merged.key != e.key for e in group):
+                raise ValueError(f"merge returned key {merged.key!r}, which is not in its group")
+            for e in group:
+                entries = entries.delete(e.key)
+            entries = entries.add(merged.key, merged)
+        groups.sort(key=lambda g: g[0].seq)
+        return self._version(entries, now, now_us), groups
 
     # -- protocol ---------------------------------------------------------
 
@@ -643,6 +844,12 @@ def _unpickle(config: dict[str, Any], state: tuple[Any, ...]) -> Memory[Any, Any
     for e in entries_list:
         entries = entries.add(e.key, e)
     return fresh._restored(entries, next_key, next_seq, latest, latest_us)
+
+
+def _expired(entry: Entry[Any, Any], now_us: float) -> bool:
+    """Whether ``entry`` has passed its deadline (pinned entries never expire)."""
+    deadline = entry.expires_us
+    return deadline is not None and now_us >= deadline and not entry.pinned
 
 
 def _check_number(value: object, name: str) -> float:

@@ -21,10 +21,11 @@ class Scorer:
     (a NaN, an infinity or a non-number raises ValueError naming the key).
     """
 
-    __slots__ = ("_checked", "_raw", "_rehearse", "fn", "multiply")
+    __slots__ = ("_checked", "_raw", "_rehearse", "fn", "is_builtin", "multiply")
 
     fn: Any
     multiply: bool
+    is_builtin: bool
     _raw: Callable[[Entry[Any, Any], float], float] | None
     _checked: Callable[[Entry[Any, Any], datetime], Any] | None
     _rehearse: Callable[[Entry[Any, Any], datetime, float], Any] | None
@@ -34,7 +35,8 @@ class Scorer:
         self.multiply = not getattr(fn, "includes_importance", False)
         fast = getattr(fn, "_raw", None)
         score = getattr(fn, "score", None)
-        if fast is not None and type(fn).__module__.startswith("lethe.decay."):
+        self.is_builtin = type(fn).__module__.startswith("lethe.decay.")
+        if fast is not None and self.is_builtin:
             self._raw = fast
             self._checked = None
         else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
@@ -258,6 +259,10 @@ class ACTR:
 
     def _rehearse(self, entry: Entry[Any, Any], now_us: float) -> tuple[float, ...]:
         return (*self._times(entry), now_us)[-self.history :]
+
+    def merge_states(self, entries: Sequence[Entry[Any, Any]]) -> tuple[float, ...]:
+        """One access history for entries merged by consolidation: the most recent times of all."""
+        return tuple(sorted(t for e in entries for t in self._times(e)))[-self.history :]
 
     def dump_state(self, state: tuple[float, ...]) -> list[float]:
         """``decay_state`` as JSON: the recent access times in microseconds."""
