@@ -236,3 +236,19 @@ def test_large_scores_clamp_and_tiny_half_lives_stay_finite() -> None:
     mem = mem.put(2, key=2, importance=1e300)
     assert mem.score(2) == 1.0
     assert not any(math.isnan(s) for s in mem.score_map().values())
+
+
+@pytest.mark.parametrize("decay", DECAYS)
+@given(
+    puts=st.lists(
+        st.tuples(st.sampled_from([0.0, 0.5, 1.0, 2.0]), st.booleans(), st.sampled_from([0, 0, 60, 3600])), max_size=40
+    ),
+    n=st.integers(0, 45),
+)
+def test_top_is_the_head_of_the_ranked_order(decay: str, puts: list[tuple[float, bool, int]], n: int) -> None:
+    clock = Clock()
+    mem: Memory[Any, Any] = Memory(decay_fn=decay, clock_fn=clock)
+    for imp, pinned, wait in puts:
+        mem = mem.put("v", importance=imp, pinned=pinned)
+        clock.tick(wait)
+    assert [e.key for e in mem.top(n)] == [e.key for e in mem][:n]

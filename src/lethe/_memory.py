@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import math
 import statistics
 from collections.abc import Callable, Hashable, Iterator, KeysView, Mapping
@@ -271,14 +272,27 @@ class Memory(Generic[K, V]):
         return self.above(self.eviction_threshold)
 
     def top(self, n: int) -> list[Entry[K, V]]:
-        """The ``n`` highest-scored entries, highest first."""
+        """The ``n`` highest-scored entries, highest first (expired entries left out).
+
+        Runtime complexity: O(n_entries + n log n_entries), no full sort.
+
+        Raises:
+            ValueError, TypeError: ``n`` is not an int >= 0.
+        """
         if isinstance(n, bool) or not isinstance(n, int):
             raise TypeError(f"n must be an int, got {type(n).__name__}")
         if n < 0:
             raise ValueError(f"n must be >= 0, got {n!r}")
         now, now_us = self._now()
-        ranked = self._ranked(now, now_us)[0]
-        return [e for e in ranked if not _expired(e, now_us)][:n]
+        live = [e for e in self._entries.to_list() if not _expired(e, now_us)]
+        pinned = sorted((e for e in live if e.pinned), key=_SEQ, reverse=True)
+        if len(pinned) >= n:
+            return pinned[:n]
+        rest = [e for e in live if not e.pinned]
+        scores = self._scorer.many(rest, now, now_us)
+        # The rank order is (score, seq) descending: a heap picks the first n without sorting all.
+        best = heapq.nlargest(n - len(pinned), range(len(rest)), key=lambda i: (scores[i], rest[i].seq))
+        return pinned + [rest[i] for i in best]
 
     def filter(self, predicate: Callable[[Entry[K, V]], object]) -> list[Entry[K, V]]:
         """Entries for which ``predicate(entry)`` is true, highest score first."""
