@@ -47,7 +47,10 @@ def seconds(value: object, name: str) -> float:
     if isinstance(value, _dt.timedelta):
         secs = value.total_seconds()
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        secs = float(value)
+        try:
+            secs = float(value)
+        except OverflowError:
+            raise ValueError(f"{name} must be a positive, finite duration, got a huge int") from None
     else:
         raise TypeError(f"{name} must be a timedelta or a number of seconds, got {type(value).__name__}")
     if not secs > 0 or secs == float("inf"):

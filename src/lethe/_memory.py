@@ -63,7 +63,10 @@ class Stats:
 def _check_threshold(value: object, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a number between 0 and 1, got {type(value).__name__}")
-    f = float(value)
+    try:
+        f = float(value)
+    except OverflowError:
+        raise ValueError(f"{name} must be between 0 and 1, got a huge int") from None
     if not 0.0 <= f <= 1.0:
         raise ValueError(f"{name} must be between 0 and 1, got {value!r}")
     return f
@@ -869,7 +872,10 @@ def _expired(entry: Entry[Any, Any], now_us: float) -> bool:
 def _check_number(value: object, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    f = float(value)
+    try:
+        f = float(value)
+    except OverflowError:
+        raise ValueError(f"{name} must be a finite number, got a huge int") from None
     if f != f:
         raise ValueError(f"{name} must not be NaN")
     return f
