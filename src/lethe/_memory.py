@@ -25,6 +25,7 @@ from lethe._errors import MemoryFullError, SummarizeError
 from lethe._map import EMPTY, PersistentMap
 from lethe._scoring import Scorer, make_scorer
 from lethe.decay._protocol import DecayCallable, DecayFunction
+from lethe.decay._registry import BUILTINS, by_name
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -790,12 +791,12 @@ class Memory(Generic[K, V]):
         if unknown:
             raise TypeError(f"unknown configuration field(s): {sorted(unknown)}")
         fn: Any = self.decay_fn
-        if "half_life" in changes and "decay_fn" not in changes and getattr(fn, "half_life", None) == self.half_life:
-            # A built-in decay function made from the memory's half-life follows it.
-            params: dict[str, Any] = getattr(fn, "to_dict", dict)()
-            if params.pop("name", None) is not None:
-                params["half_life"] = changes["half_life"]
-                config["decay_fn"] = type(fn)(**params)
+        name = getattr(fn, "name", None)
+        name = name if isinstance(name, str) else ""
+        follows = "half_life" in changes and "decay_fn" not in changes and name in BUILTINS
+        # A built-in made from the memory's half-life (by name) follows the new one.
+        if follows and by_name(name, self.half_life) == fn:
+            config["decay_fn"] = name
         config.update(changes)
         fresh: Memory[K, V] = Memory(**config)
         if len(self) > fresh.max_entries:

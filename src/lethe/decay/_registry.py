@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from datetime import timedelta
 from types import MappingProxyType
 from typing import Any
 
+from lethe._clock import seconds
 from lethe.decay._classic import ACTR, AccessWeighted, Exponential
+from lethe.decay._combinators import AccessFrequency, Blend, ByMetadata, Importance, Product, Recency
+from lethe.decay._field import AdaptiveDecay, EbbinghausLTP, PowerLaw, SoftFloor, StabilityExponential
+from lethe.decay._fsrs import FSRS
 
 __all__ = ["BUILTINS", "by_name", "from_dict"]
 
 _Factory = Callable[..., Any]
+_LN2 = math.log(2.0)
 
 #: Names accepted by ``Memory(decay_fn=...)`` and ``lethe curves``, mapped to their classes.
 BUILTINS: Mapping[str, _Factory] = MappingProxyType(
@@ -20,12 +26,59 @@ BUILTINS: Mapping[str, _Factory] = MappingProxyType(
         "access_weighted": AccessWeighted,
         "actr": ACTR,
         "combined": ACTR,
+        "power_law": PowerLaw,
+        "soft_floor": SoftFloor,
+        "ebbinghaus_ltp": EbbinghausLTP,
+        "stability_exponential": StabilityExponential,
+        "adaptive": AdaptiveDecay,
+        "fsrs": FSRS,
+        "recency": Recency,
+    }
+)
+
+# Components that only make sense inside a combinator: rebuilt by from_dict, not offered by name.
+_PARTS: Mapping[str, _Factory] = MappingProxyType({"importance": Importance, "access_frequency": AccessFrequency})
+
+
+def _ebbinghaus(half_life: timedelta | float) -> EbbinghausLTP:
+    return EbbinghausLTP(base_tau=seconds(half_life, "half_life") / _LN2)
+
+
+def _stability(half_life: timedelta | float) -> StabilityExponential:
+    return StabilityExponential(half_life=seconds(half_life, "half_life") / _LN2)
+
+
+def _adaptive(half_life: timedelta | float) -> AdaptiveDecay:
+    hours = seconds(half_life, "half_life") / 3600.0
+    # A fresh entry (access count 1 in the source's terms, default type) halves after half_life.
+    return AdaptiveDecay(base_rate=_LN2 * (1.0 + 0.3 * _LN2) / hours)
+
+
+def _fsrs(half_life: timedelta | float) -> FSRS:
+    seconds(half_life, "half_life")
+    return FSRS()
+
+
+# Names whose time parameter is not a half-life: how by_name builds them from one.
+_FROM_HALF_LIFE: Mapping[str, Callable[[timedelta | float], Any]] = MappingProxyType(
+    {
+        "ebbinghaus_ltp": _ebbinghaus,
+        "stability_exponential": _stability,
+        "adaptive": _adaptive,
+        "fsrs": _fsrs,
     }
 )
 
 
 def by_name(name: str, half_life: timedelta | float) -> Any:
     """The built-in decay function called ``name``, built with ``half_life``.
+
+    Every name gives a once-inserted, untouched entry of importance 1 a score
+    of 0.5 after ``half_life``, except ``"fsrs"``: FSRS-6 has its own
+    published time scale, so ``half_life`` is ignored (see ``FSRS.half_life``).
+    ``"ebbinghaus_ltp"`` and ``"stability_exponential"`` take a time constant,
+    built as ``half_life / ln 2``; ``"adaptive"`` gets the ``base_rate`` that
+    halves a fresh entry of the default type in ``half_life``.
 
     Raises:
         ValueError: ``name`` is not a built-in (the message lists them).
@@ -37,28 +90,80 @@ def by_name(name: str, half_life: timedelta | float) -> Any:
         factory = BUILTINS[name]
     except (KeyError, TypeError):
         raise ValueError(f"decay_fn: unknown decay function {name!r}; choose one of {sorted(BUILTINS)}") from None
+    special = _FROM_HALF_LIFE.get(name)
+    if special is not None:
+        return special(half_life)
     return factory(half_life=half_life)
 
 
-def from_dict(data: object) -> Any:
-    """Rebuild a built-in decay function from its ``to_dict()`` output.
+def _known() -> list[str]:
+    return sorted([*BUILTINS, *_PARTS, "blend", "by_metadata", "product"])
 
-    Only names in :data:`BUILTINS` are looked up: nothing named in ``data`` is
-    imported or called by name.
+
+def _build(data: object, where: str, depth: int) -> Any:
+    if depth > 32:
+        raise ValueError(f"{where}: combinators nested too deeply")
+    if not isinstance(data, dict):
+        raise ValueError(f"{where} must be an object, got {type(data).__name__}")
+    params = dict(data)
+    name = params.pop("name", None)
+    if not isinstance(name, str):
+        raise ValueError(f"{where}.name: unknown decay function {name!r}; choose one of {_known()}")
+    if name == "product":
+        fns = params.pop("functions", None)
+        if not isinstance(fns, list) or params:
+            raise ValueError(f"{where}: a product needs exactly a 'functions' list")
+        return Product(*(_build(f, f"{where}.functions[{i}]", depth + 1) for i, f in enumerate(fns)))
+    if name == "blend":
+        weights = params.pop("weights", None)
+        if not isinstance(weights, list) or params:
+            raise ValueError(f"{where}: a blend needs exactly a 'weights' list of [function, weight] pairs")
+        pairs = []
+        for i, pair in enumerate(weights):
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise ValueError(f"{where}.weights[{i}] must be a [function, weight] pair")
+            pairs.append((_build(pair[0], f"{where}.weights[{i}]", depth + 1), pair[1]))
+        return _call(Blend, pairs, where=where)
+    if name == "by_metadata":
+        key, choices, default = params.pop("key", None), params.pop("choices", None), params.pop("default", None)
+        if not isinstance(choices, list) or params:
+            raise ValueError(f"{where}: by_metadata needs 'key', a 'choices' list and 'default'")
+        picked = []
+        for i, pair in enumerate(choices):
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise ValueError(f"{where}.choices[{i}] must be a [value, function] pair")
+            picked.append((pair[0], _build(pair[1], f"{where}.choices[{i}]", depth + 1)))
+        return _call(ByMetadata, key, picked, _build(default, f"{where}.default", depth + 1), where=where)
+    factory = BUILTINS.get(name) or _PARTS.get(name)
+    if factory is None:
+        raise ValueError(f"{where}.name: unknown decay function {name!r}; choose one of {_known()}")
+    try:
+        return factory(**params)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: bad parameters for {name!r}: {exc}") from None
+
+
+def _call(factory: _Factory, *args: Any, where: str) -> Any:
+    try:
+        return factory(*args)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: bad parameters for {factory.__name__}: {exc}") from None
+
+
+def from_dict(data: object) -> Any:
+    """Rebuild a built-in decay function (or combinator of built-ins) from its ``to_dict()`` output.
+
+    Only names in :data:`BUILTINS`, the priority components (``importance``,
+    ``access_frequency``) and the combinators (``product``, ``blend``,
+    ``by_metadata``, rebuilt recursively) are recognized: nothing named in
+    ``data`` is imported or called by name.
 
     Raises:
         ValueError, TypeError: ``data`` is not a valid description (naming the field).
 
     >>> from_dict({"name": "actr", "half_life": 60.0, "decay": 0.5})
     ACTR(half_life=60.0, decay=0.5, noise=0.25, history=10)
+    >>> from_dict({"name": "product", "functions": [{"name": "exponential", "half_life": 60.0}]})
+    Product(Exponential(half_life=60.0))
     """
-    if not isinstance(data, dict):
-        raise ValueError(f"decay_fn must be an object, got {type(data).__name__}")
-    params = dict(data)
-    name = params.pop("name", None)
-    if not isinstance(name, str) or name not in BUILTINS:
-        raise ValueError(f"decay_fn.name: unknown decay function {name!r}; choose one of {sorted(BUILTINS)}")
-    try:
-        return BUILTINS[name](**params)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"decay_fn: bad parameters for {name!r}: {exc}") from None
+    return _build(data, "decay_fn", 0)

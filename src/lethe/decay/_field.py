@@ -1,0 +1,584 @@
+"""Decay models from the field: Ebbinghaus + LTP, stability growth, adaptive decay, power law, soft floor."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, ClassVar
+
+from lethe._clock import seconds, to_us
+from lethe._entry import Entry
+from lethe.decay._protocol import finite_in, finite_positive
+
+__all__ = ["AdaptiveDecay", "EbbinghausLTP", "PowerLaw", "SoftFloor", "StabilityExponential"]
+
+_HOUR = timedelta(hours=1)
+_DAY_US = 86_400e6
+_HOUR_US = 3_600e6
+_BIG = 1e6
+
+
+def _unit(value: object) -> float:
+    """A metadata number clamped to 0..1; 0.0 for anything that is not a finite number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    f = float(value)
+    if f != f:
+        return 0.0
+    return 0.0 if f <= 0.0 else (1.0 if f >= 1.0 else f)
+
+
+def _count(value: object) -> float:
+    """A metadata count: a number >= 0, or the size of a collection; 0.0 otherwise."""
+    if isinstance(value, (list, tuple, set, frozenset, dict)):
+        return float(len(value))
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    f = float(value)
+    return f if 0.0 <= f < math.inf else 0.0
+
+
+def _sigmoid(x: float) -> float:
+    if x >= 0.0:
+        return 1.0 / (1.0 + math.exp(-x))
+    z = math.exp(x) if x > -745.0 else 0.0
+    return z / (1.0 + z)
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class EbbinghausLTP:
+    """Ebbinghaus forgetting with long-term potentiation, frequency and emotion boosts.
+
+    ``raw = exp(-t / tau_eff) * (1 + alpha * f) * (1 + beta * E)`` where ``t`` is
+    days since the last access, ``tau_eff = base_tau * ltp_multiplier ** n``
+    (``n = entry.access_count``, the retrievals), ``f = min(n / max(days_alive, 1), 1)``
+    and ``E`` is ``entry.metadata[emotion_key]`` clamped to 0..1 (0 when absent
+    or not a number).  Source: the Ethos "Ebbinghaus Decay + LTP" story
+    (seed 001), whose ``S_0`` plays the part of the entry's importance: the
+    memory multiplies the raw score by importance and clamps it to 0..1.
+
+    The boosts can lift the raw score above 1 (for example ``1 + beta`` for a
+    fresh, fully emotional entry); the memory's clamp keeps the final score in
+    0..1.  Without a rehearsal the score never rises: ``t`` and ``days_alive``
+    only grow.  Each retrieval multiplies ``tau_eff`` by ``ltp_multiplier``
+    (after 5 retrievals, ``7 * 1.5 ** 5 = 53.2`` days with the defaults).
+
+    Args:
+        base_tau: Time constant of a never-retrieved entry (``timedelta`` or seconds, > 0).
+        ltp_multiplier: Growth of ``tau_eff`` per retrieval (>= 1).
+        alpha: Frequency weight (>= 0).
+        beta: Emotion weight (>= 0).
+        emotion_key: Metadata key holding the emotional tone ``E``.
+
+    >>> from datetime import datetime, timedelta, timezone
+    >>> from lethe import Entry
+    >>> t = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    >>> e = Entry(key=1, value="v", inserted_at=t, last_accessed_at=t)
+    >>> round(EbbinghausLTP().score(e, t + timedelta(days=7)), 6)  # e ** -1
+    0.367879
+    """
+
+    name: ClassVar[str] = "ebbinghaus_ltp"
+    base_tau: float
+    ltp_multiplier: float
+    alpha: float
+    beta: float
+    emotion_key: str
+    _tau_us: float
+
+    def __init__(
+        self,
+        base_tau: timedelta | float = timedelta(days=7),
+        ltp_multiplier: float = 1.5,
+        alpha: float = 0.3,
+        beta: float = 0.2,
+        emotion_key: str = "emotional_tone",
+    ) -> None:
+        secs = seconds(base_tau, "base_tau")
+        if not isinstance(emotion_key, str):
+            raise TypeError(f"emotion_key must be a str, got {type(emotion_key).__name__}")
+        object.__setattr__(self, "base_tau", secs)
+        object.__setattr__(self, "ltp_multiplier", finite_in(ltp_multiplier, "ltp_multiplier", 1.0, _BIG))
+        object.__setattr__(self, "alpha", finite_in(alpha, "alpha", 0.0, _BIG))
+        object.__setattr__(self, "beta", finite_in(beta, "beta", 0.0, _BIG))
+        object.__setattr__(self, "emotion_key", emotion_key)
+        object.__setattr__(self, "_tau_us", secs * 1e6)
+
+    def effective_tau(self, retrievals: int) -> float:
+        """``tau_eff`` in seconds after ``retrievals`` retrievals (``inf`` if it overflows)."""
+        try:
+            return self.base_tau * self.ltp_multiplier**retrievals
+        except OverflowError:
+            return math.inf
+
+    def score(self, entry: Entry[Any, Any], now: datetime) -> float:
+        """Raw score of ``entry`` at ``now`` (importance not applied; may exceed 1)."""
+        return self._raw(entry, to_us(now))
+
+    def _raw(self, entry: Entry[Any, Any], now_us: float) -> float:
+        n = entry.access_count
+        elapsed = now_us - entry.accessed_us
+        decay = 1.0
+        if elapsed > 0.0:
+            # ltp ** -n underflows to 0.0 instead of overflowing.
+            decay = math.exp(-elapsed / self._tau_us * self.ltp_multiplier**-n)
+        f = 0.0
+        if n:
+            alive = (now_us - entry.inserted_us) / _DAY_US
+            f = min(n / (alive if alive > 1.0 else 1.0), 1.0)
+        e = _unit(entry.metadata.get(self.emotion_key)) if self.beta else 0.0
+        return decay * (1.0 + self.alpha * f) * (1.0 + self.beta * e)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Name and parameters, JSON-ready."""
+        return {
+            "name": self.name,
+            "base_tau": self.base_tau,
+            "ltp_multiplier": self.ltp_multiplier,
+            "alpha": self.alpha,
+            "beta": self.beta,
+            "emotion_key": self.emotion_key,
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"EbbinghausLTP(base_tau={self.base_tau!r}, ltp_multiplier={self.ltp_multiplier!r}, "
+            f"alpha={self.alpha!r}, beta={self.beta!r}, emotion_key={self.emotion_key!r})"
+        )
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class StabilityExponential:
+    """Ebbinghaus retention with importance-scaled stability that grows with each access.
+
+    ``R = exp(-t / S)`` with ``S = half_life * importance * growth ** access_count``
+    and ``t`` the time since the last access.  Source: Ariadne's lifecycle
+    documentation (seed 002).  Importance enters through the stability, so
+    ``includes_importance`` is True: the memory does not multiply again, and
+    an entry of importance 0 always scores 0.
+
+    Despite its name (kept from the source), ``half_life`` is the time
+    *constant* of the curve: at ``importance * growth ** n == 1`` the score
+    is ``1 / e`` (not 0.5) after one ``half_life``.  The source's worked example
+    (importance 0.8, ``S = 69120`` s) prints 0.287 after a day and 0.000125
+    after a week; the formula it states gives ``exp(-1.25) = 0.2865`` and
+    ``exp(-8.75) = 1.58e-4`` (its arithmetic is slightly off), which is what
+    this class returns.
+
+    Args:
+        half_life: Base time constant (``timedelta`` or seconds, > 0).
+        growth: Stability factor per access (>= 1).
+
+    >>> from datetime import datetime, timedelta, timezone
+    >>> from lethe import Entry
+    >>> t = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    >>> e = Entry(key=1, value="v", inserted_at=t, last_accessed_at=t, importance=0.8)
+    >>> round(StabilityExponential().score(e, t + timedelta(hours=1)), 4)
+    0.9492
+    """
+
+    name: ClassVar[str] = "stability_exponential"
+    includes_importance: ClassVar[bool] = True
+    half_life: float
+    growth: float
+    _half_life_us: float
+
+    def __init__(self, half_life: timedelta | float = timedelta(days=1), growth: float = 1.5) -> None:
+        secs = seconds(half_life, "half_life")
+        object.__setattr__(self, "half_life", secs)
+        object.__setattr__(self, "growth", finite_in(growth, "growth", 1.0, _BIG))
+        object.__setattr__(self, "_half_life_us", secs * 1e6)
+
+    def stability(self, entry: Entry[Any, Any]) -> float:
+        """``S`` in seconds for ``entry`` (``inf`` if it overflows)."""
+        try:
+            return self.half_life * entry.importance * self.growth**entry.access_count
+        except OverflowError:
+            return math.inf
+
+    def score(self, entry: Entry[Any, Any], now: datetime) -> float:
+        """Retention ``R`` of ``entry`` at ``now`` (importance already applied)."""
+        return self._raw(entry, to_us(now))
+
+    def _raw(self, entry: Entry[Any, Any], now_us: float) -> float:
+        imp = entry.importance
+        if imp <= 0.0:
+            return 0.0
+        elapsed = now_us - entry.accessed_us
+        if elapsed <= 0.0:
+            return 1.0
+        return math.exp(-elapsed / (self._half_life_us * imp) * self.growth**-entry.access_count)
+
+    def time_until(self, entry: Entry[Any, Any], score: float) -> float | None:
+        """Seconds after the last access at which ``R`` falls to ``score``."""
+        if score <= 0.0 or entry.importance <= 0.0:
+            return None if score <= 0.0 else 0.0
+        return self.stability(entry) * math.log(1.0 / score) if score < 1.0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Name and parameters, JSON-ready."""
+        return {"name": self.name, "half_life": self.half_life, "growth": self.growth}
+
+    def __repr__(self) -> str:
+        return f"StabilityExponential(half_life={self.half_life!r}, growth={self.growth!r})"
+
+
+_TYPE_MULTIPLIERS = {"fact": 0.3, "preference": 0.5, "insight": 0.7, "conversation": 1.0}
+
+
+def _multipliers(value: object) -> tuple[tuple[str, float], ...]:
+    items: Iterable[Any]
+    if isinstance(value, Mapping):
+        items = value.items()
+    elif isinstance(value, (list, tuple)):
+        items = value
+    else:
+        raise TypeError(f"type_multipliers must be a mapping of str to number, got {type(value).__name__}")
+    out: dict[str, float] = {}
+    for pair in items:
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise ValueError(f"type_multipliers: bad item {pair!r}")
+        key, mult = pair
+        if not isinstance(key, str):
+            raise TypeError(f"type_multipliers keys must be str, got {type(key).__name__}")
+        out[key] = finite_in(mult, f"type_multipliers[{key!r}]", 0.0, _BIG)
+    return tuple(sorted(out.items()))
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class AdaptiveDecay:
+    """Adaptive decay v2: type, access, graph and channel aware, with a retention floor.
+
+    Source: ADR-015 "Adaptive Decay v2" (seed 003), the corrected formula with
+    the EC-1 fix.  With ``N = access_count + 1`` (the source counts creation
+    as an access), ``H`` hours since the entry was put and ``L`` hours since
+    its last access::
+
+        stability  = 1 + access_stability_k * ln(1 + N)
+        resistance = min(1, connections * relation_resistance_k)
+        channel    = 1 / (1 + channel_diversity_k * channels)
+        rate       = base_rate * type_multiplier * channel / stability * (1 - resistance)
+        decayed    = importance * exp(-rate * H)
+        if boost applies: decayed = min(decayed * recency_boost, importance)
+        score      = max(decayed, min_retention * importance)
+
+    ``type_multiplier`` comes from ``metadata[type_key]`` (``default_multiplier``
+    for unknown or missing types); ``connections`` and ``channels`` are
+    ``metadata[connections_key]`` and ``metadata[channels_key]``: a number or a
+    collection (its length), 0 when absent.  Importance is applied inside, so
+    ``includes_importance`` is True.
+
+    Deviation from the source: its boost condition, ``H > 168 and L < 24``,
+    would switch on by itself when an entry accessed less than a day ago
+    turns a week old, raising the score without a rehearsal.  Here the boost
+    applies when ``L < recency_access_threshold`` and the last access itself
+    happened more than ``recency_age_threshold`` hours after the entry was put
+    ("an old memory, recently accessed"), so the score never rises with time
+    alone.  A fresh entry (``L == H``) scores ``importance``.
+
+    Args:
+        type_key, connections_key, channels_key: Metadata keys read.
+        base_rate: Decay rate per hour before modifiers (>= 0).
+        min_retention: Floor as a fraction of importance (0..1).
+        access_stability_k, relation_resistance_k, channel_diversity_k: Modifier weights (>= 0).
+        recency_boost: Factor for old, recently accessed entries (>= 1).
+        recency_age_threshold, recency_access_threshold: Hours (>= 0).
+        type_multipliers: Mapping of type name to rate multiplier (>= 0); stored as sorted pairs.
+        default_multiplier: Multiplier for unknown types (>= 0).
+
+    >>> from datetime import datetime, timedelta, timezone
+    >>> from lethe import Entry
+    >>> t = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    >>> e = Entry(key=1, value="v", inserted_at=t, last_accessed_at=t, importance=0.8,
+    ...           metadata={"type": "fact", "channels": 1})
+    >>> round(AdaptiveDecay().score(e, t + timedelta(hours=720)), 3)  # scenario 1
+    0.689
+    """
+
+    name: ClassVar[str] = "adaptive"
+    includes_importance: ClassVar[bool] = True
+    type_key: str
+    connections_key: str
+    channels_key: str
+    base_rate: float
+    min_retention: float
+    access_stability_k: float
+    relation_resistance_k: float
+    channel_diversity_k: float
+    recency_boost: float
+    recency_age_threshold: float
+    recency_access_threshold: float
+    type_multipliers: tuple[tuple[str, float], ...]
+    default_multiplier: float
+
+    def __init__(
+        self,
+        type_key: str = "type",
+        connections_key: str = "connections",
+        channels_key: str = "channels",
+        base_rate: float = 0.001,
+        min_retention: float = 0.3,
+        access_stability_k: float = 0.3,
+        relation_resistance_k: float = 0.1,
+        channel_diversity_k: float = 0.2,
+        recency_boost: float = 1.3,
+        recency_age_threshold: float = 168,
+        recency_access_threshold: float = 24,
+        type_multipliers: Mapping[str, float] | Iterable[tuple[str, float]] | None = None,
+        default_multiplier: float = 1.0,
+    ) -> None:
+        keys = (("type_key", type_key), ("connections_key", connections_key), ("channels_key", channels_key))
+        for label, key in keys:
+            if not isinstance(key, str):
+                raise TypeError(f"{label} must be a str, got {type(key).__name__}")
+        set_ = object.__setattr__
+        set_(self, "type_key", type_key)
+        set_(self, "connections_key", connections_key)
+        set_(self, "channels_key", channels_key)
+        set_(self, "base_rate", finite_in(base_rate, "base_rate", 0.0, _BIG))
+        set_(self, "min_retention", finite_in(min_retention, "min_retention", 0.0, 1.0))
+        set_(self, "access_stability_k", finite_in(access_stability_k, "access_stability_k", 0.0, _BIG))
+        set_(self, "relation_resistance_k", finite_in(relation_resistance_k, "relation_resistance_k", 0.0, _BIG))
+        set_(self, "channel_diversity_k", finite_in(channel_diversity_k, "channel_diversity_k", 0.0, _BIG))
+        set_(self, "recency_boost", finite_in(recency_boost, "recency_boost", 1.0, _BIG))
+        set_(self, "recency_age_threshold", finite_in(recency_age_threshold, "recency_age_threshold", 0.0, 1e12))
+        set_(
+            self,
+            "recency_access_threshold",
+            finite_in(recency_access_threshold, "recency_access_threshold", 0.0, 1e12),
+        )
+        given = _TYPE_MULTIPLIERS if type_multipliers is None else type_multipliers
+        set_(self, "type_multipliers", _multipliers(given))
+        set_(self, "default_multiplier", finite_in(default_multiplier, "default_multiplier", 0.0, _BIG))
+
+    def type_multiplier(self, kind: object) -> float:
+        """The rate multiplier for a memory type (``default_multiplier`` if unknown)."""
+        for name, mult in self.type_multipliers:
+            if name == kind:
+                return mult
+        return self.default_multiplier
+
+    def rate(self, entry: Entry[Any, Any]) -> float:
+        """The effective decay rate per hour of ``entry``."""
+        meta = entry.metadata
+        stability = 1.0 + self.access_stability_k * math.log1p(entry.access_count + 1)
+        resistance = min(1.0, _count(meta.get(self.connections_key)) * self.relation_resistance_k)
+        channel = 1.0 / (1.0 + self.channel_diversity_k * _count(meta.get(self.channels_key)))
+        mult = self.type_multiplier(meta.get(self.type_key))
+        return self.base_rate * mult * channel / stability * (1.0 - resistance)
+
+    def score(self, entry: Entry[Any, Any], now: datetime) -> float:
+        """Decayed importance of ``entry`` at ``now`` (importance already applied)."""
+        return self._raw(entry, to_us(now))
+
+    def _raw(self, entry: Entry[Any, Any], now_us: float) -> float:
+        imp = entry.importance
+        hours = (now_us - entry.inserted_us) / _HOUR_US
+        if hours <= 0.0:
+            return imp
+        x = self.rate(entry) * hours
+        decayed = imp * math.exp(-x) if x < 745.0 else 0.0
+        since_access = (now_us - entry.accessed_us) / _HOUR_US
+        accessed_at_age = (entry.accessed_us - entry.inserted_us) / _HOUR_US
+        if accessed_at_age > self.recency_age_threshold and since_access < self.recency_access_threshold:
+            decayed = min(decayed * self.recency_boost, imp)
+        floor = self.min_retention * imp
+        return decayed if decayed > floor else floor
+
+    def to_dict(self) -> dict[str, Any]:
+        """Name and parameters, JSON-ready."""
+        return {
+            "name": self.name,
+            "type_key": self.type_key,
+            "connections_key": self.connections_key,
+            "channels_key": self.channels_key,
+            "base_rate": self.base_rate,
+            "min_retention": self.min_retention,
+            "access_stability_k": self.access_stability_k,
+            "relation_resistance_k": self.relation_resistance_k,
+            "channel_diversity_k": self.channel_diversity_k,
+            "recency_boost": self.recency_boost,
+            "recency_age_threshold": self.recency_age_threshold,
+            "recency_access_threshold": self.recency_access_threshold,
+            "type_multipliers": dict(self.type_multipliers),
+            "default_multiplier": self.default_multiplier,
+        }
+
+    def __repr__(self) -> str:
+        return f"AdaptiveDecay(base_rate={self.base_rate!r}, min_retention={self.min_retention!r})"
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class PowerLaw:
+    """Power-law forgetting: ``raw = (1 + t / (k * half_life)) ** -exponent``.
+
+    ``t`` is the time since the last access and ``k = 1 / (2 ** (1 / exponent) - 1)``,
+    so the score is exactly 0.5 after one ``half_life`` whatever the exponent.
+    Power-law curves (Wixted & Ebbesen 1991; Wixted 2004) fall faster than an
+    exponential at first and far slower later: old memories keep a long tail.
+
+    Args:
+        half_life: Time at which the score is 0.5 (``timedelta`` or seconds, > 0).
+        exponent: The tail exponent (> 0); smaller means a longer tail.
+
+    >>> from datetime import datetime, timedelta, timezone
+    >>> from lethe import Entry
+    >>> t = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    >>> e = Entry(key=1, value="v", inserted_at=t, last_accessed_at=t)
+    >>> round(PowerLaw(half_life=3600).score(e, t + timedelta(hours=1)), 12)
+    0.5
+    """
+
+    name: ClassVar[str] = "power_law"
+    half_life: float
+    exponent: float
+    _scale_us: float
+
+    def __init__(self, half_life: timedelta | float = _HOUR, exponent: float = 1.0) -> None:
+        secs = seconds(half_life, "half_life")
+        p = finite_in(exponent, "exponent", 0.0, 1e3)
+        if p <= 0.0:
+            raise ValueError(f"exponent must be positive, got {exponent!r}")
+        object.__setattr__(self, "half_life", secs)
+        object.__setattr__(self, "exponent", p)
+        object.__setattr__(self, "_scale_us", self.k * secs * 1e6)
+
+    @property
+    def k(self) -> float:
+        """``1 / (2 ** (1 / exponent) - 1)``: makes one half-life score 0.5."""
+        return 1.0 / math.expm1(math.log(2.0) / self.exponent)
+
+    def score(self, entry: Entry[Any, Any], now: datetime) -> float:
+        """Raw score of ``entry`` at ``now`` (importance not applied)."""
+        return self._raw(entry, to_us(now))
+
+    def _raw(self, entry: Entry[Any, Any], now_us: float) -> float:
+        elapsed = now_us - entry.accessed_us
+        if elapsed <= 0.0:
+            return 1.0
+        raw: float = (1.0 + elapsed / self._scale_us) ** -self.exponent
+        return raw
+
+    def time_until(self, entry: Entry[Any, Any], score: float) -> float | None:
+        """Seconds after the last access at which the raw score falls to ``score``."""
+        if score <= 0.0:
+            return None
+        if score >= 1.0:
+            return 0.0
+        return (math.pow(score, -1.0 / self.exponent) - 1.0) * self.k * self.half_life
+
+    def to_dict(self) -> dict[str, Any]:
+        """Name and parameters, JSON-ready."""
+        return {"name": self.name, "half_life": self.half_life, "exponent": self.exponent}
+
+    def __repr__(self) -> str:
+        return f"PowerLaw(half_life={self.half_life!r}, exponent={self.exponent!r})"
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class SoftFloor:
+    """Exponential decay towards an importance-gated floor: important entries never vanish.
+
+    ``raw = floor + (1 - floor) * 0.5 ** (t / half_life)``, ``t`` since the last
+    access, after memory-decay-core's soft-floor decay (seed 004), where
+    high-impact memories decay to a non-zero floor set by a sigmoid gate.
+
+    In lethe importance 1 is the neutral level (the memory multiplies by it,
+    and the one-half-life rule must hold at importance 1), so the floor is
+    gated on importance *above* 1::
+
+        floor = 0                                   if importance <= 1
+        floor = floor_max * (g(x) - g(0)) / (1 - g(0))   otherwise, x = importance - 1
+        g(x)  = 1 / (1 + exp(-steepness * (x - midpoint)))
+
+    The gate is 0 at importance 1, continuous, increasing, about half open at
+    importance ``1 + midpoint`` and tends to 1.  Importance is not applied
+    inside (``includes_importance`` is False): the memory multiplies the raw
+    score by importance and clamps it, so an entry of importance ``i > 1``
+    never falls below ``min(1, i * floor)``.
+
+    Args:
+        half_life: Half-life of the part above the floor (``timedelta`` or seconds, > 0).
+        floor_max: The floor's limit for very important entries (0..1).
+        midpoint: Excess importance at which the gate is about half open (> 0).
+        steepness: Gate steepness (> 0).
+
+    >>> from datetime import datetime, timedelta, timezone
+    >>> from lethe import Entry
+    >>> t = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    >>> e = Entry(key=1, value="v", inserted_at=t, last_accessed_at=t)
+    >>> SoftFloor(half_life=3600).score(e, t + timedelta(hours=1))
+    0.5
+    """
+
+    name: ClassVar[str] = "soft_floor"
+    half_life: float
+    floor_max: float
+    midpoint: float
+    steepness: float
+    _half_life_us: float
+
+    def __init__(
+        self,
+        half_life: timedelta | float = _HOUR,
+        floor_max: float = 0.3,
+        midpoint: float = 0.7,
+        steepness: float = 10.0,
+    ) -> None:
+        secs = seconds(half_life, "half_life")
+        object.__setattr__(self, "half_life", secs)
+        object.__setattr__(self, "floor_max", finite_in(floor_max, "floor_max", 0.0, 1.0))
+        object.__setattr__(self, "midpoint", finite_positive(midpoint, "midpoint"))
+        object.__setattr__(self, "steepness", finite_positive(steepness, "steepness"))
+        object.__setattr__(self, "_half_life_us", secs * 1e6)
+
+    def floor(self, importance: float) -> float:
+        """The floor for an entry of this importance (0.0 at importance <= 1)."""
+        if importance <= 1.0 or not self.floor_max:
+            return 0.0
+        g0 = _sigmoid(-self.steepness * self.midpoint)
+        g = _sigmoid(self.steepness * (importance - 1.0 - self.midpoint))
+        return self.floor_max * max(0.0, (g - g0) / (1.0 - g0))
+
+    def score(self, entry: Entry[Any, Any], now: datetime) -> float:
+        """Raw score of ``entry`` at ``now`` (importance not applied)."""
+        return self._raw(entry, to_us(now))
+
+    def _raw(self, entry: Entry[Any, Any], now_us: float) -> float:
+        elapsed = now_us - entry.accessed_us
+        if elapsed <= 0.0:
+            return 1.0
+        decay: float = 0.5 ** (elapsed / self._half_life_us)
+        imp = entry.importance
+        if imp <= 1.0:
+            return decay
+        floor = self.floor(imp)
+        return floor + (1.0 - floor) * decay
+
+    def time_until(self, entry: Entry[Any, Any], score: float) -> float | None:
+        """Seconds after the last access at which the raw score falls to ``score`` (None: never)."""
+        floor = self.floor(entry.importance)
+        if score <= floor:
+            return None
+        if score >= 1.0:
+            return 0.0
+        secs: float = self.half_life * math.log2((1.0 - floor) / (score - floor))
+        return secs
+
+    def to_dict(self) -> dict[str, Any]:
+        """Name and parameters, JSON-ready."""
+        return {
+            "name": self.name,
+            "half_life": self.half_life,
+            "floor_max": self.floor_max,
+            "midpoint": self.midpoint,
+            "steepness": self.steepness,
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"SoftFloor(half_life={self.half_life!r}, floor_max={self.floor_max!r}, "
+            f"midpoint={self.midpoint!r}, steepness={self.steepness!r})"
+        )

@@ -1,0 +1,101 @@
+"""Smoke test for the benchmark suite: tiny n, one round, structure only (no timing assertions)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCH_DIR = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def _load(name: str) -> ModuleType:
+    if str(BENCH_DIR) not in sys.path:
+        sys.path.insert(0, str(BENCH_DIR))
+    spec = importlib.util.spec_from_file_location(name, BENCH_DIR / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def suite() -> ModuleType:
+    return _load("suite")
+
+
+@pytest.fixture(scope="module")
+def result(suite: ModuleType) -> dict:
+    return suite.run_suite([50], rounds=1, references=False, ops=(20, 2), warmup=False)
+
+
+LETHE_OPS = ("put_below", "put_full", "get", "touch", "peek", "scored", "top10", "active", "evict")
+
+
+def test_lethe_cases_present(result: dict) -> None:
+    cases = result["sizes"]["50"]["cases"]
+    for decay in ("exponential", "actr"):
+        for op in LETHE_OPS:
+            assert f"lethe.{decay}.{op}" in cases
+    for name in ("map.set", "map.get", "dict.get", "dict.set", "dict.cow_set"):
+        assert name in cases
+    for name in ("floor.score_sorted", "floor.nlargest10", "floor.scan_min"):
+        assert name in cases
+
+
+def test_case_structure(result: dict) -> None:
+    for name, case in result["sizes"]["50"]["cases"].items():
+        assert len(case["samples_ns"]) == 1, name
+        assert case["min_ns"] <= case["median_ns"] <= case["max_ns"], name
+        assert case["median_ns"] > 0, name
+        assert case["ops"] >= 1, name
+        assert case["group"] in {"lethe", "map", "reference", "floor"}, name
+
+
+def test_memory_per_entry(result: dict) -> None:
+    memory = result["sizes"]["50"]["memory_bytes_per_entry"]
+    assert memory["lethe.exponential"] > 0
+    assert memory["lethe.actr"] > 0
+    assert memory["map"] > 0
+
+
+def test_ratios_and_json(result: dict, suite: ModuleType) -> None:
+    assert len(result["ratios"]) >= len(suite.TARGETS)
+    for row in result["ratios"]:
+        assert set(row) >= {"label", "numerator", "denominator", "n", "op", "target", "value", "met"}
+        # n=50 measures none of the target sizes, so nothing is judged.
+        assert row["value"] is None
+        assert row["met"] is None
+    json.dumps(result)
+    assert result["meta"]["rounds"] == 1
+    assert result["meta"]["gc"] == "enabled"
+
+
+def test_ratio_computation(suite: ModuleType) -> None:
+    cases = {"lethe.exponential.scored": {"median_ns": 3.0}, "floor.score_sorted": {"median_ns": 2.0}}
+    fake = {"sizes": {"10000": {"cases": cases}}}
+    rows = {(r["numerator"], r["n"]): r for r in suite.ratios(fake)}
+    row = rows[("lethe.exponential.scored", 10_000)]
+    assert math.isclose(row["value"], 1.5)
+    assert row["met"] is True
+
+
+def test_report_renders(result: dict) -> None:
+    run = _load("run")
+    text = run.report(result)
+    assert "lethe.exponential.put_below" in text
+    assert "put_many" in text
+    assert "not implemented yet" in text
+
+
+def test_fake_clock_advances(suite: ModuleType) -> None:
+    clock = suite.FakeClock()
+    first, second = clock(), clock()
+    assert second - first == suite.STEP
