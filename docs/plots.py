@@ -51,17 +51,12 @@ def curve(decay_fn: Any, hours: list[float], *, importance: float = 1.0, **put: 
 
 
 def builtin_models(half_life: float = HOUR) -> dict[str, Any]:
-    """Every built-in decay function that can be built from a half-life alone."""
+    """Every built-in decay function by name, built for one shared half-life."""
     models: dict[str, Any] = {}
-    seen: set[type] = set()
-    for name, factory in lethe_decay.BUILTINS.items():
-        if factory in seen:
-            continue
-        try:
-            models[name] = factory(half_life=half_life)
-        except TypeError:
-            continue
-        seen.add(factory)
+    for name in lethe_decay.BUILTINS:
+        fn = lethe_decay.by_name(name, half_life)
+        if fn not in models.values():
+            models[name] = fn
     return models
 
 
