@@ -137,6 +137,37 @@ def families() -> None:
             print(f"skipped {name}: {exc!r}")
 
 
+def by_entry(name: str, title: str, fn: Any, settings: dict[str, dict[str, Any]], span: float) -> None:
+    """One model, one curve per kind of entry (importance, metadata)."""
+    hours = [i * span / 200 for i in range(201)]
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for label, put in settings.items():
+        ax.plot(hours, curve(fn, hours, **put), label=label)
+    ax.set(title=title, xlabel="hours since insertion", ylabel="score", ylim=(-0.02, 1.02))
+    ax.legend(fontsize=8)
+    save(fig, f"model-{name}.png")
+
+
+def per_entry_families() -> None:
+    d = lethe_decay
+    if hasattr(d, "SoftFloor"):
+        by_entry(
+            "soft_floor",
+            "Soft floor (half-life 1 h): the floor grows with importance",
+            d.SoftFloor(half_life=HOUR),
+            {f"importance {i}": {"importance": i} for i in (0.5, 1.0, 2.0, 4.0)},
+            8.0,
+        )
+    if hasattr(d, "AdaptiveDecay"):
+        by_entry(
+            "adaptive",
+            "Adaptive Decay v2 by memory type (importance 1)",
+            d.AdaptiveDecay(),
+            {t: {"metadata": {"type": t}} for t in ("fact", "preference", "insight", "conversation")},
+            24.0 * 120,
+        )
+
+
 def rehearsal() -> None:
     """The sawtooth: an entry rehearsed every 90 minutes against an untouched one."""
     clock = Clock()
@@ -211,6 +242,7 @@ def lifecycle() -> None:
 def main() -> None:
     all_models()
     families()
+    per_entry_families()
     rehearsal()
     importance_and_pinning()
     lifecycle()
