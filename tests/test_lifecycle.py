@@ -92,7 +92,7 @@ class TestForecasts:
 
     def test_closed_form_is_exact(self, clock: Clock) -> None:
         mem: Memory[Any, Any] = Memory(half_life=3600, clock_fn=clock).put("v", key="k", importance=0.5)
-        assert mem.time_until("k", 0.25) == HOUR
+        assert mem.time_until("k", 0.25) == HOUR + timedelta(microseconds=1)
         assert mem.time_until("k", 0.9) == timedelta(0)
 
     def test_pinned_never_and_zero_threshold_never(self, clock: Clock) -> None:
@@ -116,7 +116,11 @@ class TestForecasts:
         mem = mem.__replace__(clock_fn=clock)
         assert mem.next_eviction() is None
         mem = mem.put("a", key="a").put("b", key="b", importance=0.5).put("p", key="p", pinned=True)
-        assert mem.next_eviction() == START + HOUR
+        assert mem.next_eviction() == START + HOUR + timedelta(microseconds=1)
+        # Sweeping at the forecast moment removes the entry (the forecast is strictly past the crossing).
+        clock.now = START + HOUR + timedelta(microseconds=1)
+        assert [e.key for e in mem.evict()[1]] == ["b"]
+        clock.now = START
         mem = mem.put("t", key="t", ttl=60)
         assert mem.next_eviction() == START + timedelta(seconds=60)
         clock.tick(2 * HOUR + timedelta(seconds=1))

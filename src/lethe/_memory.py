@@ -607,7 +607,9 @@ class Memory(Generic[K, V]):
             secs: float | None = closed(entry, threshold / entry.importance)
             if secs is None:
                 return None
-            return max(now_us, entry.accessed_us + max(secs, 0.0) * 1e6)
+            # The first whole microsecond strictly past the crossing: the score is below there,
+            # so an evict() scheduled for that moment removes the entry.
+            return max(now_us, math.floor(entry.accessed_us + max(secs, 0.0) * 1e6) + 1.0)
 
         def below(t_us: float) -> bool:
             return scorer.one(entry, from_us(t_us), t_us) < threshold
@@ -632,6 +634,9 @@ class Memory(Generic[K, V]):
     def time_until(self, key: K, threshold: float) -> timedelta | None:
         """How long until the entry's score drops below ``threshold`` without a rehearsal.
 
+        The answer is the first microsecond at which the score is strictly below
+        ``threshold``, so an operation scheduled for then sees it below.
+
         Exact where the decay function has a closed form (``Exponential``,
         ``AccessWeighted`` and others with ``time_until``), otherwise found by
         bisection to the microsecond (scores never rise without a rehearsal).
@@ -645,8 +650,8 @@ class Memory(Generic[K, V]):
 
         >>> from datetime import datetime, timezone
         >>> mem = Memory(half_life=3600, clock_fn=lambda: datetime(2026, 1, 1, tzinfo=timezone.utc))
-        >>> mem.put("v", key="k").time_until("k", 0.25)
-        datetime.timedelta(seconds=7200)
+        >>> mem.put("v", key="k").time_until("k", 0.25)  # 0.25 after 2 h; below it 1 µs later
+        datetime.timedelta(seconds=7200, microseconds=1)
         """
         entry = self.peek(key)
         t = _check_number(threshold, "threshold")
