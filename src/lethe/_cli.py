@@ -230,20 +230,13 @@ def _models() -> dict[str, Callable[..., Any]]:
 
 
 def _build_model(name: str, half_life: float) -> Any:
-    """The built-in decay function ``name`` with ``half_life`` (CLIError if unknown)."""
-    from lethe.decay import BUILTINS
+    """The built-in decay function ``name`` for ``half_life`` (CLIError if unknown or invalid)."""
+    from lethe.decay import by_name
 
-    cls = BUILTINS.get(name)
-    if cls is None:
-        raise CLIError(f"unknown model {name!r}; choose from {', '.join(sorted(BUILTINS))}")
     try:
-        return cls(half_life=half_life)
-    except TypeError:
-        pass
-    try:
-        return cls()
-    except Exception as exc:
-        raise CLIError(f"model {name!r} cannot be built with defaults: {exc}") from None
+        return by_name(name, half_life)
+    except (TypeError, ValueError) as exc:
+        raise CLIError(str(exc)) from None
 
 
 def _preview(value: Any, width: int = 28) -> str:
