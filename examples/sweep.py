@@ -1,10 +1,10 @@
 """A periodic sweep, scheduled for the next moment any entry falls below the eviction threshold.
 
 Rather than calling ``evict()`` every minute, the scheduler asks when the next
-entry will fade out and sleeps until then.  ``Memory.next_eviction()`` answers
-that when this version of lethe has it; otherwise :func:`next_eviction` finds
-it by bisection on a clock it controls (scores of untouched entries only fall).
-The clock is simulated, so the run is instant and the same every time.
+entry will fade out and sleeps until then: ``Memory.next_eviction()`` answers
+with the first moment some entry scores below the threshold (or expires), so a
+sweep at exactly that moment removes it.  The clock is simulated, so the run is
+instant and the same every time.
 
 Run it: ``python examples/sweep.py``.
 """
@@ -17,7 +17,6 @@ from typing import Any
 from lethe import Memory
 
 START = datetime(2026, 1, 1, 9, 0, tzinfo=timezone.utc)
-_HORIZON = timedelta(days=365 * 100)
 
 
 class SimClock:
@@ -28,53 +27,6 @@ class SimClock:
 
     def __call__(self) -> datetime:
         return self.now
-
-
-def _bisect_next_eviction(mem: Memory[Any, Any], now: datetime) -> datetime | None:
-    """The first moment after ``now`` when some unpinned entry scores below ``eviction_threshold``."""
-    moment = [now]
-    probe: Memory[Any, Any] = _with_clock(mem, lambda: moment[0])
-    keys = [e.key for e in probe if not e.pinned]
-    if not keys:
-        return None
-
-    def faded(at: datetime) -> bool:
-        moment[0] = at
-        return any(probe.score(k) < probe.eviction_threshold for k in keys)
-
-    if faded(now):
-        return now
-    half_life = mem.half_life  # stored as seconds
-    step = half_life if isinstance(half_life, timedelta) else timedelta(seconds=half_life)
-    hi = now + step
-    while not faded(hi):
-        step *= 2
-        hi = now + step
-        if step > _HORIZON:
-            return None
-    lo = now
-    while hi - lo > timedelta(seconds=1):
-        mid = lo + (hi - lo) / 2
-        if faded(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
-
-
-def _with_clock(mem: Memory[Any, Any], clock: Any) -> Memory[Any, Any]:
-    """The same memory read through another clock (what ``copy.replace`` does on Python 3.13+)."""
-    return mem.__replace__(clock_fn=clock)
-
-
-def next_eviction(mem: Memory[Any, Any], now: datetime) -> datetime | None:
-    """When the next entry falls below the eviction threshold (None: never, e.g. all pinned)."""
-    method = getattr(mem, "next_eviction", None)
-    if callable(method):
-        when = method()
-        if when is None or isinstance(when, datetime):
-            return when
-    return _bisect_next_eviction(mem, now)
 
 
 def run(until: timedelta = timedelta(hours=12)) -> list[tuple[datetime, list[Any]]]:
@@ -88,13 +40,10 @@ def run(until: timedelta = timedelta(hours=12)) -> list[tuple[datetime, list[Any
     sweeps: list[tuple[datetime, list[Any]]] = []
     end = START + until
     while True:
-        when = next_eviction(mem, clock.now)
+        when = mem.next_eviction()
         if when is None or when > end:
             break
-        # A real scheduler sleeps until `when` here.  Wake a second late: at the
-        # exact crossing the score equals the threshold, and evict() removes
-        # only entries strictly below it.
-        clock.now = max(clock.now, when) + timedelta(seconds=1)
+        clock.now = when  # a real scheduler sleeps until `when` here
         mem, evicted = mem.evict()
         sweeps.append((when, [e.key for e in evicted]))
     return sweeps

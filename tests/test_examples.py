@@ -6,7 +6,7 @@ import importlib.util
 import sqlite3
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from types import ModuleType
 
@@ -131,16 +131,3 @@ def test_sweep_schedule(capsys: pytest.CaptureFixture[str]) -> None:
         assert abs((when - start).total_seconds() - hours * 3600) < 2
     sweep.main()
     assert "3 sweeps in 12 hours" in capsys.readouterr().out
-
-
-def test_sweep_bisection_matches_next_eviction() -> None:
-    sweep = load("sweep")
-    clock = sweep.SimClock()
-    mem: Memory[str, str] = Memory(half_life=timedelta(minutes=10), clock_fn=clock)
-    mem = mem.put("a", key="a", importance=2.0).put("b", key="b").put("p", key="p", pinned=True)
-    found = sweep._bisect_next_eviction(mem, clock.now)
-    assert found is not None
-    assert abs((found - sweep.START).total_seconds() - 600 * 4.321928) < 2
-    assert sweep.next_eviction(mem, clock.now) is not None
-    only_pinned: Memory[str, str] = Memory(clock_fn=clock).put("p", key="p", pinned=True)
-    assert sweep._bisect_next_eviction(only_pinned, clock.now) is None

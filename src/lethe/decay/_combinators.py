@@ -559,7 +559,10 @@ def priority_blend(
     ``0.4 + 0.3 + 0 + 0.1 = 0.8``, the most an unrehearsed entry can reach.
 
     Args:
-        importance, recency, access, retention: The weights (>= 0).
+        importance: Weight of the importance component (>= 0).
+        recency: Weight of the recency component (>= 0).
+        access: Weight of the access component (>= 0).
+        retention: Weight of the retention component (>= 0).
         recency_half_life: Half-life of the recency component.
         saturation: Access count at which the access component is 1.
         retention_fn: The retention model (``StabilityExponential()`` if None).

@@ -279,12 +279,17 @@ class AdaptiveDecay:
     alone.  A fresh entry (``L == H``) scores ``importance``.
 
     Args:
-        type_key, connections_key, channels_key: Metadata keys read.
+        type_key: Metadata key read for the memory type.
+        connections_key: Metadata key read for the connections.
+        channels_key: Metadata key read for the channels.
         base_rate: Decay rate per hour before modifiers (>= 0).
         min_retention: Floor as a fraction of importance (0..1).
-        access_stability_k, relation_resistance_k, channel_diversity_k: Modifier weights (>= 0).
+        access_stability_k: Access-stability modifier weight (>= 0).
+        relation_resistance_k: Relation-resistance modifier weight (>= 0).
+        channel_diversity_k: Channel-diversity modifier weight (>= 0).
         recency_boost: Factor for old, recently accessed entries (>= 1).
-        recency_age_threshold, recency_access_threshold: Hours (>= 0).
+        recency_age_threshold: Hours between put and last access for the boost (>= 0).
+        recency_access_threshold: Hours since the last access for the boost (>= 0).
         type_multipliers: Mapping of type name to rate multiplier (>= 0); stored as sorted pairs.
         default_multiplier: Multiplier for unknown types (>= 0).
 
