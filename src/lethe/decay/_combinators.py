@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -117,13 +118,14 @@ def _load(fn: Any, data: Any) -> Any:
     return data
 
 
-class _Children:
+class _Children(ABC):
     """Shared state handling for combinators holding a fixed tuple of children."""
 
     __slots__ = ()
 
+    @abstractmethod
     def _children(self) -> tuple[Any, ...]:
-        raise NotImplementedError
+        """The child decay functions, in the order their states are kept."""
 
     def _states(self, entry: Entry[Any, Any]) -> tuple[Any, ...]:
         st = entry.decay_state
