@@ -20,6 +20,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -54,40 +55,30 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def times_table(result: dict[str, Any]) -> str:
+def size_table(result: dict[str, Any], section: str, title: str, cell: Callable[[Any], str]) -> str:
+    """One row per measured name in ``section``, one column per size."""
     sizes = list(result["sizes"])
-    names: list[str] = []
-    for n in sizes:
-        for name in result["sizes"][n]["cases"]:
-            if name not in names:
-                names.append(name)
+    names = list(dict.fromkeys(name for n in sizes for name in result["sizes"][n][section]))
     rows = []
     for name in names:
-        row = [f"`{name}`"]
-        for n in sizes:
-            c = result["sizes"][n]["cases"].get(name)
-            row.append(
-                "—" if c is None else f"{fmt_ns(c['median_ns'])} ({fmt_ns(c['min_ns'])} to {fmt_ns(c['max_ns'])})"
-            )
-        rows.append(row)
-    return table(["per op: median (min to max)"] + [f"n={int(n):,}" for n in sizes], rows)
+        values = [result["sizes"][n][section].get(name) for n in sizes]
+        rows.append([f"`{name}`"] + ["—" if v is None else cell(v) for v in values])
+    return table([title] + [f"n={int(n):,}" for n in sizes], rows)
+
+
+def times_table(result: dict[str, Any]) -> str:
+    """Median (min to max) time per operation."""
+    return size_table(
+        result,
+        "cases",
+        "per op: median (min to max)",
+        lambda c: f"{fmt_ns(c['median_ns'])} ({fmt_ns(c['min_ns'])} to {fmt_ns(c['max_ns'])})",
+    )
 
 
 def memory_table(result: dict[str, Any]) -> str:
-    sizes = list(result["sizes"])
-    names: list[str] = []
-    for n in sizes:
-        for name in result["sizes"][n]["memory_bytes_per_entry"]:
-            if name not in names:
-                names.append(name)
-    rows = []
-    for name in names:
-        row = [f"`{name}`"]
-        for n in sizes:
-            v = result["sizes"][n]["memory_bytes_per_entry"].get(name)
-            row.append("—" if v is None else f"{v:,.0f} B")
-        rows.append(row)
-    return table(["bytes per entry (tracemalloc)"] + [f"n={int(n):,}" for n in sizes], rows)
+    """Bytes per entry measured with tracemalloc."""
+    return size_table(result, "memory_bytes_per_entry", "bytes per entry (tracemalloc)", lambda v: f"{v:,.0f} B")
 
 
 def ratios_table(result: dict[str, Any]) -> str:
