@@ -583,17 +583,22 @@ class Memory(Generic[K, V]):
 
     # -- forecasts --------------------------------------------------------
 
-    def _crossing_us(self, entry: Entry[K, V], threshold: float, now: datetime, now_us: float) -> float | None:
-        """The moment (µs) the entry's score first drops below ``threshold``; None for never."""
+    def _crossing_us(
+        self, entry: Entry[K, V], threshold: float, now: datetime, now_us: float, *, expiry: bool
+    ) -> float | None:
+        """The moment (µs) the entry's score first drops below ``threshold``; None for never.
+
+        With ``expiry``, the entry's deadline counts as a crossing too (an expired
+        entry is evicted whatever the threshold).
+        """
         if entry.pinned:
             return None
-        deadline = entry.expires_us
-        scorer = self._scorer
-        if scorer.one(entry, now, now_us) < threshold:
+        if self._scorer.one(entry, now, now_us) < threshold:
             return now_us
         crossing = self._decay_crossing_us(entry, threshold, now_us)
-        if deadline is not None and threshold > 0.0:
-            crossing = deadline if crossing is None else min(crossing, deadline)
+        deadline = entry.expires_us
+        if expiry and deadline is not None:
+            crossing = max(now_us, deadline if crossing is None else min(crossing, deadline))
         return crossing
 
     def _decay_crossing_us(self, entry: Entry[K, V], threshold: float, now_us: float) -> float | None:
@@ -656,7 +661,8 @@ class Memory(Generic[K, V]):
         entry = self.peek(key)
         t = _check_number(threshold, "threshold")
         now, now_us = self._now()
-        crossing = self._crossing_us(entry, t, now, now_us)
+        # At threshold 0 nothing ever drops below, deadline or not.
+        crossing = self._crossing_us(entry, t, now, now_us, expiry=t > 0.0)
         if crossing is None:
             return None
         return timedelta(microseconds=round(crossing - now_us))
@@ -674,12 +680,7 @@ class Memory(Generic[K, V]):
         threshold = self.eviction_threshold
         best: float | None = None
         for entry in self._entries.values():
-            if entry.pinned:
-                continue
-            crossing = self._crossing_us(entry, threshold, now, now_us)
-            deadline = entry.expires_us
-            if deadline is not None:
-                crossing = max(now_us, deadline if crossing is None else min(crossing, deadline))
+            crossing = self._crossing_us(entry, threshold, now, now_us, expiry=True)
             if crossing is not None and (best is None or crossing < best):
                 best = crossing
                 if best <= now_us:
