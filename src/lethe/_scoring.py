@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from lethe._entry import Entry
+from lethe.decay._protocol import is_builtin
 from lethe.decay._registry import by_name
 
 _INF = math.inf
@@ -35,7 +36,7 @@ class Scorer:
         self.multiply = not getattr(fn, "includes_importance", False)
         fast = getattr(fn, "_raw", None)
         score = getattr(fn, "score", None)
-        self.is_builtin = type(fn).__module__.startswith("lethe.decay.")
+        self.is_builtin = is_builtin(fn)
         if fast is not None and self.is_builtin:
             self._raw = fast
             self._checked = None

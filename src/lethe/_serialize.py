@@ -16,6 +16,7 @@ from lethe._clock import to_us
 from lethe._entry import Entry, check_importance, freeze_metadata, make_entry
 from lethe._map import EMPTY, PersistentMap
 from lethe.decay import _registry
+from lethe.decay._protocol import is_builtin
 
 if TYPE_CHECKING:
     from lethe._memory import Memory
@@ -44,7 +45,7 @@ _ENTRY_FIELDS = frozenset(
 
 def _decay_to_dict(fn: Any) -> dict[str, Any]:
     to_dict = getattr(fn, "to_dict", None)
-    if type(fn).__module__.startswith("lethe.decay.") and callable(to_dict):
+    if is_builtin(fn) and callable(to_dict):
         data: dict[str, Any] = to_dict()
         return data
     return {"name": _CUSTOM, "repr": repr(fn)[:200]}
@@ -160,10 +161,9 @@ def _entry(raw: Any, i: int, decay_fn: Any) -> Entry[Any, Any]:
             state = load(state)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{where}decay_state: {exc}") from None
-    elif state is not None and not type(decay_fn).__module__.startswith("lethe.decay."):
-        pass  # a custom function's own state, kept as the data gave it
-    elif state is not None:
+    elif is_builtin(decay_fn):
         state = None  # a built-in without state: stale state from another function
+    # else: a custom function's own state, kept as the data gave it
     return make_entry(
         key,
         _field(raw, "value", where),

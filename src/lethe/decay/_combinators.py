@@ -13,7 +13,7 @@ from lethe._clock import from_us, seconds, to_us
 from lethe._entry import Entry, evolve
 from lethe.decay._classic import Exponential
 from lethe.decay._field import StabilityExponential
-from lethe.decay._protocol import finite_in
+from lethe.decay._protocol import finite_in, is_builtin
 
 __all__ = [
     "AccessFrequency",
@@ -61,7 +61,7 @@ def _check_fn(fn: object, name: str) -> Any:
 
 
 def _builtin(fn: object) -> bool:
-    return type(fn).__module__.startswith("lethe.decay.") and callable(getattr(fn, "to_dict", None))
+    return is_builtin(fn) and callable(getattr(fn, "to_dict", None))
 
 
 def _includes(fn: object) -> bool:
@@ -70,7 +70,7 @@ def _includes(fn: object) -> bool:
 
 def _child_raw(fn: Any, entry: Entry[Any, Any], now_us: float) -> float:
     """A child's raw score, through its fast path if it is a built-in."""
-    if type(fn).__module__.startswith("lethe.decay."):
+    if is_builtin(fn):
         fast = getattr(fn, "_raw", None)
         if fast is not None:
             v: float = fast(entry, now_us)
@@ -83,7 +83,7 @@ def _child_raw(fn: Any, entry: Entry[Any, Any], now_us: float) -> float:
 
 
 def _child_rehearse(fn: Any, entry: Entry[Any, Any], now_us: float) -> Any:
-    if type(fn).__module__.startswith("lethe.decay."):
+    if is_builtin(fn):
         fast = getattr(fn, "_rehearse", None)
         if fast is not None:
             return fast(entry, now_us)
@@ -113,7 +113,7 @@ def _load(fn: Any, data: Any) -> Any:
     load = getattr(fn, "load_state", None)
     if callable(load):
         return load(data)
-    if data is not None and type(fn).__module__.startswith("lethe.decay."):
+    if data is not None and is_builtin(fn):
         raise ValueError(f"{fn!r} keeps no decay_state, got {data!r}")
     return data
 

@@ -10,7 +10,7 @@ from typing import Any, Protocol, runtime_checkable
 from lethe._clock import from_us
 from lethe._entry import Entry
 
-__all__ = ["DecayFunction", "DecayCallable"]
+__all__ = ["DecayCallable", "DecayFunction", "is_builtin"]
 
 
 @runtime_checkable
@@ -57,6 +57,15 @@ class DecayFunction(Protocol):
 
 
 DecayCallable = Callable[[Entry[Any, Any], datetime], float]
+
+
+def is_builtin(fn: object) -> bool:
+    """Whether ``fn`` is one of lethe's own decay functions.
+
+    Built-ins are trusted: the memory calls their float fast path (``_raw``,
+    ``_rehearse``) and does not re-check their results.
+    """
+    return type(fn).__module__.startswith("lethe.decay.")
 
 
 def finite_positive(value: object, name: str) -> float:
