@@ -87,6 +87,22 @@ def series(result: dict[str, Any], name: str) -> tuple[list[int], list[float], l
     return xs, med, lo, hi
 
 
+def _save_loglog(fig: Any, ax: Any, ylabel: str, title: str, legend_size: int, path: str) -> str:
+    """Finish a cost-vs-n figure on log-log axes, write it to ``path`` and return the path."""
+    import matplotlib.pyplot as plt  # the caller has chosen the backend already
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("n (entries)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=legend_size, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def subtitle(result: dict[str, Any]) -> str:
     meta = result["meta"]
     return f"Python {meta['python']}, {meta['cpu_count']} CPUs, {meta['rounds']} rounds, GC on; median, bars min-max"
@@ -108,18 +124,11 @@ def plot_all(result: dict[str, Any], out_dir: str) -> list[str]:
                 continue
             style = "--" if not name.startswith("lethe.") and not name.startswith("map.") else "-"
             ax.errorbar(xs, med, yerr=[lo, hi], fmt="o" + style, capsize=3, markersize=4, label=name)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("n (entries)")
-        ax.set_ylabel("time per operation (µs)")
-        ax.set_title(f"{title}\n{subtitle(result)}", fontsize=10)
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-        fig.tight_layout()
-        path = os.path.join(out_dir, filename)
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
+        written.append(
+            _save_loglog(
+                fig, ax, "time per operation (µs)", f"{title}\n{subtitle(result)}", 7, os.path.join(out_dir, filename)
+            )
+        )
 
     fig, ax = plt.subplots(figsize=(8, 5))
     names: list[str] = []
@@ -132,17 +141,14 @@ def plot_all(result: dict[str, Any], out_dir: str) -> list[str]:
             if name in d["memory_bytes_per_entry"]
         ]
         ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=name)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("n (entries)")
-    ax.set_ylabel("bytes per entry (tracemalloc; keys and values excluded)")
-    ax.set_title(f"Memory per entry\n{subtitle(result)}", fontsize=10)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.tight_layout()
-    path = os.path.join(out_dir, "bench_memory.png")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = _save_loglog(
+        fig,
+        ax,
+        "bytes per entry (tracemalloc; keys and values excluded)",
+        f"Memory per entry\n{subtitle(result)}",
+        8,
+        os.path.join(out_dir, "bench_memory.png"),
+    )
     written.append(path)
     return written
 
