@@ -8,7 +8,8 @@ import statistics
 from collections.abc import Callable, Hashable, Iterator, KeysView, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from operator import attrgetter
+from itertools import compress, islice
+from operator import attrgetter, eq
 from typing import Any, Generic, TypeVar
 
 from lethe._clock import from_us, seconds, to_us, utc_now
@@ -23,6 +24,7 @@ from lethe._entry import (
 )
 from lethe._errors import MemoryFullError, SummarizeError
 from lethe._map import EMPTY, PersistentMap
+from lethe._order import Order
 from lethe._scoring import Scorer, make_scorer
 from lethe.decay._protocol import DecayCallable, DecayFunction
 from lethe.decay._registry import BUILTINS, by_name
@@ -134,6 +136,7 @@ class Memory(Generic[K, V]):
     _latest: datetime | None = field(init=False, repr=False)
     _latest_us: float = field(init=False, repr=False)
     _scorer: Scorer = field(init=False, repr=False)
+    _order: Order | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         max_entries = self.max_entries
@@ -163,6 +166,7 @@ class Memory(Generic[K, V]):
         set_(self, "_next_seq", 0)
         set_(self, "_latest", None)
         set_(self, "_latest_us", _NEVER)
+        set_(self, "_order", None if scorer.rate_us is None else Order(scorer.rate_us))
 
     # -- versions ---------------------------------------------------------
 
@@ -173,8 +177,9 @@ class Memory(Generic[K, V]):
         now_us: float = _NEVER,
         next_key: int | None = None,
         next_seq: int | None = None,
+        order: Order | None = None,
     ) -> Memory[K, V]:
-        """A new version sharing this one's configuration."""
+        """A new version sharing this one's configuration (and ``order``, the index of ``entries``)."""
         new: Memory[K, V] = _new(Memory)
         _set_max_entries(new, self.max_entries)
         _set_decay_fn(new, self.decay_fn)
@@ -186,6 +191,7 @@ class Memory(Generic[K, V]):
         _set_clock_fn(new, self.clock_fn)
         _set_scorer(new, self._scorer)
         _set_entries(new, entries)
+        _set_order(new, order)
         _set_next_key(new, self._next_key if next_key is None else next_key)
         _set_next_seq(new, self._next_seq if next_seq is None else next_seq)
         if now_us > self._latest_us:
@@ -217,9 +223,23 @@ class Memory(Generic[K, V]):
         return key in self._entries
 
     def __iter__(self) -> Iterator[Entry[K, V]]:
-        """Entries by score, highest first (one clock reading for the whole iteration)."""
+        """Entries by score, highest first (one clock reading for the whole iteration).
+
+        With an indexed decay function (see :meth:`top`) the iteration is lazy:
+        taking its first k entries costs about as much as ``top(k)``.
+        """
         now, now_us = self._now()
-        return iter(self._ranked(now, now_us)[0])
+        order = self._order
+        if order is None:
+            return iter(self._ranked(now, now_us)[0])
+        return (e for e, _ in order.ranked(self._score_fn(now, now_us), now_us, _always))
+
+    def _score_fn(self, now: datetime, now_us: float) -> Callable[[Entry[K, V]], float]:
+        one = self._scorer.one
+        return lambda e: one(e, now, now_us)
+
+    def _live(self, now_us: float) -> Callable[[Entry[K, V]], bool]:
+        return lambda e: not _expired(e, now_us)
 
     def keys(self) -> KeysView[K]:
         """A set-like view of the keys (membership in O(log n); order unspecified).
@@ -265,11 +285,28 @@ class Memory(Generic[K, V]):
         return {e.key: s for e, s in zip(entries, scores)}
 
     def above(self, threshold: float) -> list[Entry[K, V]]:
-        """Entries scoring at least ``threshold``, highest first."""
+        """Entries scoring at least ``threshold``, highest first (expired entries left out).
+
+        Runtime complexity: O(m log n) for m results with an indexed decay
+        function (see :meth:`top`), otherwise O(n + m log m).
+        """
         t = _check_number(threshold, "threshold")
         now, now_us = self._now()
-        entries, scores = self._ranked(now, now_us)
-        return [e for e, s in zip(entries, scores) if s >= t and not _expired(e, now_us)]
+        order = self._order
+        if order is not None:
+            out = []
+            for e, s in order.ranked(self._score_fn(now, now_us), now_us, self._live(now_us)):
+                if s < t:
+                    break
+                out.append(e)
+            return out
+        live = [e for e in self._entries.to_list() if not _expired(e, now_us)]
+        pinned = [e for e in live if e.pinned]
+        rest = [e for e in live if not e.pinned]
+        scores = self._scorer.many(rest, now, now_us)
+        kept = [i for i, s in enumerate(scores) if s >= t]
+        ranked, _ = _rank(pinned, [rest[i] for i in kept], [scores[i] for i in kept])
+        return ranked
 
     def active(self) -> list[Entry[K, V]]:
         """Entries scoring at least ``eviction_threshold``, highest first."""
@@ -278,7 +315,11 @@ class Memory(Generic[K, V]):
     def top(self, n: int) -> list[Entry[K, V]]:
         """The ``n`` highest-scored entries, highest first (expired entries left out).
 
-        Runtime complexity: O(n_entries + n log n_entries), no full sort.
+        Runtime complexity: O(n log n_entries) when the decay function declares
+        one ``decay_rate`` for every entry (``Exponential``): the memory keeps an
+        index on the ranking, which such a function never changes.  Otherwise
+        (ACT-R, per-entry rates, custom callables) O(n_entries + n log
+        n_entries): every entry is scored, without a full sort.
 
         Raises:
             ValueError, TypeError: ``n`` is not an int >= 0.
@@ -288,6 +329,10 @@ class Memory(Generic[K, V]):
         if n < 0:
             raise ValueError(f"n must be >= 0, got {n!r}")
         now, now_us = self._now()
+        order = self._order
+        if order is not None:
+            ranked = order.ranked(self._score_fn(now, now_us), now_us, self._live(now_us))
+            return [e for e, _ in islice(ranked, min(n, len(self._entries)))]
         live = [e for e in self._entries.to_list() if not _expired(e, now_us)]
         pinned = sorted((e for e in live if e.pinned), key=_SEQ, reverse=True)
         if len(pinned) >= n:
@@ -331,15 +376,16 @@ class Memory(Generic[K, V]):
 
     def _ranked(self, now: datetime, now_us: float) -> tuple[list[Entry[K, V]], list[float]]:
         """All entries in rank order, and their scores."""
-        entries = self._entries.to_list()
-        entries.sort(key=_SEQ, reverse=True)
-        pinned = [e for e in entries if e.pinned]
-        if pinned:
-            entries = [e for e in entries if not e.pinned]
-        scores = self._scorer.many(entries, now, now_us)
-        order = sorted(range(len(entries)), key=scores.__getitem__, reverse=True)
-        ranked = pinned + [entries[i] for i in order]
-        return ranked, [1.0] * len(pinned) + [scores[i] for i in order]
+        order = self._order
+        if order is None:
+            entries = self._entries.to_list()
+            pinned = [e for e in entries if e.pinned]
+            if pinned:
+                entries = [e for e in entries if not e.pinned]
+        else:
+            # Already nearly in rank order, which the sort below takes in near-linear time.
+            pinned, entries = order.split()
+        return _rank(pinned, entries, self._scorer.many(entries, now, now_us))
 
     # -- writes -----------------------------------------------------------
 
@@ -415,28 +461,38 @@ class Memory(Generic[K, V]):
             new_key, value, now, now, 0, pinned, imp, meta, None, False, expires_at, seq, None, now_us, now_us,
             deadline_us,
         )
+        order = self._order
         if present:
+            if order is not None:
+                order = order.swap(entries[new_key], entry)
             entries = entries.replace(new_key, entry)
         else:
             if len(entries) >= self.max_entries:
-                entries = self._make_room(entries, now, now_us)
+                entries, order = self._make_room(entries, order, now, now_us)
             entries = entries.add(new_key, entry)
-        return self._version(entries, now, now_us, next_key, seq + 1)
+            if order is not None:
+                order = order.add(entry)
+        return self._version(entries, now, now_us, next_key, seq + 1, order)
 
     def _make_room(
-        self, entries: PersistentMap[K, Entry[K, V]], now: datetime, now_us: float
-    ) -> PersistentMap[K, Entry[K, V]]:
+        self, entries: PersistentMap[K, Entry[K, V]], order: Order | None, now: datetime, now_us: float
+    ) -> tuple[PersistentMap[K, Entry[K, V]], Order | None]:
         """Evict the lowest-scored unpinned entry (summarized, reported)."""
-        victim = self._scorer.lowest(entries.to_list(), now, now_us)
+        if order is None:
+            victim = self._scorer.lowest(entries.to_list(), now, now_us)
+        else:
+            victim = order.lowest(self._score_fn(now, now_us), now_us)
         if victim is None:
             raise MemoryFullError(
                 f"memory is full ({self.max_entries} entries) and every entry is pinned; "
                 "unpin or delete one first"
             )
+        if order is not None:
+            order = order.remove(victim)
         victim = self._summarized(victim)
         if self.on_evict is not None:
             self.on_evict((victim,))
-        return entries.delete(victim.key)
+        return entries.delete(victim.key), order
 
     def _summarized(self, entry: Entry[K, V]) -> Entry[K, V]:
         fn = self.summarize_fn
@@ -456,7 +512,10 @@ class Memory(Generic[K, V]):
         new = rehearsed(entry, now, now_us, state)
         if changes:
             new = evolve(new, **changes)
-        return self._version(self._entries.replace(key, new), now, now_us), new
+        order = self._order
+        if order is not None:
+            order = order.swap(entry, new)
+        return self._version(self._entries.replace(key, new), now, now_us, order=order), new
 
     def get(self, key: K) -> tuple[Memory[K, V], Entry[K, V]]:
         """Rehearse and return the entry at ``key``: ``(new_memory, refreshed_entry)``.
@@ -490,7 +549,11 @@ class Memory(Generic[K, V]):
         if entry.pinned is pinned:
             return self
         now, now_us = self._now()
-        return self._version(self._entries.replace(key, evolve(entry, pinned=pinned)), now, now_us)
+        new = evolve(entry, pinned=pinned)
+        order = self._order
+        if order is not None:
+            order = order.swap(entry, new)
+        return self._version(self._entries.replace(key, new), now, now_us, order=order)
 
     def pin(self, key: K) -> Memory[K, V]:
         """Pin the entry at ``key``: it scores 1.0 and is never evicted automatically.
@@ -511,13 +574,18 @@ class Memory(Generic[K, V]):
     def delete(self, key: K) -> Memory[K, V]:
         """Remove the entry at ``key``; a missing key returns an equal memory."""
         _hashable(key)
-        if key not in self._entries:
+        entry = self._entries.get(key)
+        if entry is None:
             return self
-        return self._version(self._entries.delete(key))
+        order = self._order
+        if order is not None:
+            order = order.remove(entry)
+        return self._version(self._entries.delete(key), order=order)
 
     def clear(self) -> Memory[K, V]:
         """Remove every entry; configuration and key generation carry on."""
-        return self._version(EMPTY)
+        order = self._order
+        return self._version(EMPTY, order=None if order is None else Order(order.rate_us))
 
     def summarize(self) -> Memory[K, V]:
         """Summarize every unpinned entry scoring below ``summarize_threshold``.
@@ -533,14 +601,21 @@ class Memory(Generic[K, V]):
         if self.summarize_fn is None:
             return self
         limit = self.summarize_threshold
-        candidates = [e for e in entries.to_list() if not e.pinned and not e.summarized]
+        order = self._order
+        if order is None:
+            candidates = [e for e in entries.to_list() if not e.pinned and not e.summarized]
+        else:
+            candidates = [e for e in order.below(limit, now_us) if not e.summarized]
         scores = self._scorer.many(candidates, now, now_us)
         changed = False
         for entry, s in sorted(zip(candidates, scores), key=lambda p: p[0].seq):
             if s < limit:
-                entries = entries.replace(entry.key, self._summarized(entry))
+                new = self._summarized(entry)
+                entries = entries.replace(entry.key, new)
+                if order is not None:
+                    order = order.swap(entry, new)
                 changed = True
-        return self._version(entries, now, now_us) if changed else self
+        return self._version(entries, now, now_us, order=order) if changed else self
 
     def evict(self) -> tuple[Memory[K, V], tuple[Entry[K, V], ...]]:
         """Summarize what is fading and remove what has faded.
@@ -556,22 +631,33 @@ class Memory(Generic[K, V]):
             SummarizeError: ``summarize_fn`` raised (nothing changed).
         """
         now, now_us = self._now()
-        ranked, scores = self._ranked(now, now_us)
         entries = self._entries
-        evicted: list[Entry[K, V]] = []
+        order = self._order
         summarize_below = self.summarize_threshold if self.summarize_fn is not None else -1.0
         evict_below = self.eviction_threshold
-        # Lowest scores first, so summaries run in the order entries fade.
-        for entry, s in zip(reversed(ranked), reversed(scores)):
+        if order is None:
+            candidates = [e for e in entries.to_list() if not e.pinned]
+        else:
+            candidates = order.below(max(summarize_below, evict_below), now_us)
+        scores = self._scorer.many(candidates, now, now_us)
+        evicted: list[Entry[K, V]] = []
+        # Lowest scores first (the reverse of rank order), so summaries run in the order entries fade.
+        for i in sorted(range(len(candidates)), key=lambda i: (scores[i], candidates[i].seq)):
+            entry, s = candidates[i], scores[i]
             gone = s < evict_below or _expired(entry, now_us)
-            if entry.pinned or (s >= summarize_below and not gone):
+            if s >= summarize_below and not gone:
                 continue
+            old = entry
             if (s < summarize_below or gone) and not entry.summarized:
                 entry = self._summarized(entry)
                 if not gone:
                     entries = entries.replace(entry.key, entry)
+                    if order is not None:
+                        order = order.swap(old, entry)
             if gone:
                 entries = entries.delete(entry.key)
+                if order is not None:
+                    order = order.remove(old)
                 evicted.append(entry)
         evicted.reverse()
         out = tuple(evicted)
@@ -579,7 +665,7 @@ class Memory(Generic[K, V]):
             self.on_evict(out)
         if not out and entries is self._entries:
             return self, out
-        return self._version(entries, now, now_us), out
+        return self._version(entries, now, now_us, order=order), out
 
     # -- forecasts --------------------------------------------------------
 
@@ -674,12 +760,14 @@ class Memory(Generic[K, V]):
         It is the current time if some entry is already evictable, and None if
         no entry ever will be (every entry pinned, or the memory empty).
 
-        Runtime complexity: O(n).
+        Runtime complexity: O(log n) with an indexed decay function (see
+        :meth:`top`), otherwise O(n).
         """
         now, now_us = self._now()
         threshold = self.eviction_threshold
         best: float | None = None
-        for entry in self._entries.values():
+        order = self._order
+        for entry in self._entries.values() if order is None else order.soonest():
             crossing = self._crossing_us(entry, threshold, now, now_us, expiry=True)
             if crossing is not None and (best is None or crossing < best):
                 best = crossing
@@ -745,17 +833,28 @@ class Memory(Generic[K, V]):
             return self, []
         merge_states = getattr(self.decay_fn, "merge_states", None)
         entries = self._entries
+        order = self._order
         for group in groups:
             merged = merge(group) if merge is not None else merge_group(group, merge_states)
             if not isinstance(merged, Entry):
                 raise TypeError(f"merge must return an Entry, got {type(merged).__name__}")
-            if all(merged.key != e.key for e in group):
+            replaced = next((e for e in group if e.key == merged.key), None)
+            if replaced is None:
                 raise ValueError(f"merge returned key {merged.key!r}, which is not in its group")
+            if merged.seq != replaced.seq:  # the merged entry takes the place of the one with its key
+                merged = evolve(merged, seq=replaced.seq)
             for e in group:
                 entries = entries.delete(e.key)
+                if order is not None:
+                    order = order.remove(e)
             entries = entries.add(merged.key, merged)
+            if order is not None:
+                order = order.add(merged)
+            # Time never runs behind an entry the memory holds.
+            if merged.accessed_us > now_us:
+                now, now_us = merged.last_accessed_at, merged.accessed_us
         groups.sort(key=lambda g: g[0].seq)
-        return self._version(entries, now, now_us), groups
+        return self._version(entries, now, now_us, order=order), groups
 
     # -- protocol ---------------------------------------------------------
 
@@ -817,7 +916,10 @@ class Memory(Generic[K, V]):
         latest: datetime | None,
         latest_us: float,
     ) -> Memory[K, V]:
-        new = self._version(entries, None, _NEVER, next_key, next_seq)
+        order = self._order
+        if order is not None:
+            order = order.rebuilt(entries.values(), latest_us if latest_us > _NEVER else math.nan)
+        new = self._version(entries, None, _NEVER, next_key, next_seq, order)
         _set_latest(new, latest)
         _set_latest_us(new, latest_us)
         return new
@@ -868,6 +970,32 @@ def _unpickle(config: dict[str, Any], state: tuple[Any, ...]) -> Memory[Any, Any
     for e in entries_list:
         entries = entries.add(e.key, e)
     return fresh._restored(entries, next_key, next_seq, latest, latest_us)
+
+
+def _rank(
+    pinned: list[Entry[K, V]], entries: list[Entry[K, V]], scores: list[float]
+) -> tuple[list[Entry[K, V]], list[float]]:
+    """``pinned`` (latest put first), then ``entries`` by score; equal scores latest put first."""
+    if len(pinned) > 1:
+        pinned = sorted(pinned, key=_SEQ, reverse=True)
+    order = sorted(range(len(entries)), key=scores.__getitem__, reverse=True)
+    ranked = [entries[i] for i in order]
+    ranked_scores = [scores[i] for i in order]
+    # Runs of equal scores (clamped at 1.0, underflowed to 0.0, or true ties) go latest put first.
+    ties = list(compress(range(1, len(order)), map(eq, ranked_scores, islice(ranked_scores, 1, None))))
+    i = 0
+    while i < len(ties):
+        start = ties[i]
+        end = start
+        while i < len(ties) and ties[i] == end:
+            i += 1
+            end += 1
+        ranked[start - 1 : end] = sorted(ranked[start - 1 : end], key=_SEQ, reverse=True)
+    return pinned + ranked, [1.0] * len(pinned) + ranked_scores
+
+
+def _always(entry: Entry[Any, Any]) -> bool:
+    return True
 
 
 def _expired(entry: Entry[Any, Any], now_us: float) -> bool:
@@ -925,4 +1053,5 @@ _set_next_key = _d["_next_key"].__set__
 _set_next_seq = _d["_next_seq"].__set__
 _set_latest = _d["_latest"].__set__
 _set_latest_us = _d["_latest_us"].__set__
+_set_order = _d["_order"].__set__
 del _d

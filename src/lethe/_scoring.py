@@ -22,11 +22,12 @@ class Scorer:
     (a NaN, an infinity or a non-number raises ValueError naming the key).
     """
 
-    __slots__ = ("_checked", "_raw", "_rehearse", "fn", "is_builtin", "multiply")
+    __slots__ = ("_checked", "_raw", "_rehearse", "fn", "is_builtin", "multiply", "rate_us")
 
     fn: Any
     multiply: bool
     is_builtin: bool
+    rate_us: float | None
     _raw: Callable[[Entry[Any, Any], float], float] | None
     _checked: Callable[[Entry[Any, Any], datetime], Any] | None
     _rehearse: Callable[[Entry[Any, Any], datetime, float], Any] | None
@@ -37,6 +38,11 @@ class Scorer:
         fast = getattr(fn, "_raw", None)
         score = getattr(fn, "score", None)
         self.is_builtin = is_builtin(fn)
+        rate = getattr(fn, "decay_rate", None)
+        # One rate for every entry: the ranking never changes, so the memory can index it.
+        self.rate_us = None
+        if isinstance(rate, (int, float)) and not isinstance(rate, bool) and 0.0 < rate < _INF and self.multiply:
+            self.rate_us = float(rate) / 1e6
         if fast is not None and self.is_builtin:
             self._raw = fast
             self._checked = None

@@ -1,0 +1,219 @@
+"""The ranking index of a memory whose decay function has one rate for every entry.
+
+When ``score = importance * exp(-rate * (now - last_access))`` for all entries
+(a decay function declaring ``decay_rate``, such as ``Exponential``), the
+ranking never changes with time: ``log(score) = key - rate * (now - origin)``
+with the time-invariant ``key = log(importance) + rate * (last_access -
+origin)``.  The index keeps entries sorted by ``(key, seq)`` in a persistent
+B+tree (pinned entries at ``key = +inf``) and, apart, the deadlines of entries
+with a ``ttl``, so the top, the bottom and any score range are found in
+O(log n) instead of scoring every entry.
+
+Scores themselves are always computed by the decay function, exactly as for
+an unindexed memory; the index only finds the candidates.  Float rounding can
+make the key order disagree with the score order by a few ulps, and clamping
+(at 1.0) and underflow (at 0.0) create ties that rank by ``seq``, so every
+query widens its search by ``_slack`` and breaks ties on the scores it
+computed: the answers are the ones a full scan would give.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Iterator
+from heapq import heappop, heappush
+from typing import Any
+
+from lethe._btree import Tree
+from lethe._entry import Entry
+
+_INF = math.inf
+_LOWEST = (-_INF, -1)
+_PINNED = (_INF, -1)
+# Keys are kept within this many e-folds above the origin (the origin moves
+# when a new key would pass it), so a key holds its value to ~1e-11.
+_REBASE = 2.0**16
+# exp(x) is exactly 0.0 below this (the smallest subnormal is exp(-744.4)).
+_UNDERFLOW = -746.0
+
+ScoreFn = Callable[[Entry[Any, Any]], float]
+
+
+def _slack(c: float) -> float:
+    """A bound on how far rounding can move ``log(score)`` away from ``key - c``."""
+    return 1e-9 * (1.0 + abs(c))
+
+
+class Order:
+    """An immutable ``(key, seq)`` index of a memory's entries, plus their deadlines."""
+
+    __slots__ = ("deadlines", "keys", "origin_us", "rate_us")
+
+    keys: Tree
+    deadlines: Tree
+    origin_us: float
+    rate_us: float
+
+    def __init__(self, rate_us: float, origin_us: float = math.nan) -> None:
+        self.rate_us = rate_us
+        self.origin_us = origin_us
+        self.keys = self.deadlines = Tree()
+
+    def _with(self, keys: Tree, deadlines: Tree, origin_us: float) -> Order:
+        new: Order = object.__new__(Order)
+        new.rate_us = self.rate_us
+        new.origin_us = origin_us
+        new.keys = keys
+        new.deadlines = deadlines
+        return new
+
+    def key(self, entry: Entry[Any, Any]) -> float:
+        """The entry's time-invariant rank key (``+inf`` when pinned)."""
+        if entry.pinned:
+            return _INF
+        importance = entry.importance
+        if importance == 0.0:
+            return -_INF
+        return math.log(importance) + (entry.accessed_us - self.origin_us) * self.rate_us
+
+    def add(self, entry: Entry[Any, Any]) -> Order:
+        """The index with ``entry`` added."""
+        origin = self.origin_us
+        if not (entry.accessed_us - origin) * self.rate_us <= _REBASE:  # also when origin is unset (NaN)
+            return self.rebuilt([*self.entries(), entry], entry.accessed_us)
+        keys = self.keys.insert((self.key(entry), entry.seq, entry))
+        deadlines = self.deadlines
+        if entry.expires_us is not None and not entry.pinned:
+            deadlines = deadlines.insert((entry.expires_us, entry.seq, entry))
+        return self._with(keys, deadlines, origin)
+
+    def remove(self, entry: Entry[Any, Any]) -> Order:
+        """The index without ``entry`` (which it must hold)."""
+        keys = self.keys.delete((self.key(entry), entry.seq))
+        deadlines = self.deadlines
+        if entry.expires_us is not None and not entry.pinned:
+            deadlines = deadlines.delete((entry.expires_us, entry.seq))
+        return self._with(keys, deadlines, self.origin_us)
+
+    def swap(self, old: Entry[Any, Any], new: Entry[Any, Any]) -> Order:
+        """The index with ``old`` replaced by ``new``."""
+        return self.remove(old).add(new)
+
+    def rebuilt(self, entries: Iterable[Entry[Any, Any]], origin_us: float) -> Order:
+        """An index of ``entries`` keyed from ``origin_us`` (O(n log n))."""
+        new = Order(self.rate_us, origin_us)
+        key = new.key
+        items = sorted((key(e), e.seq, e) for e in entries)
+        new.keys = Tree(items)
+        timed = sorted((e.expires_us, e.seq, e) for _, _, e in items if e.expires_us is not None and not e.pinned)
+        new.deadlines = Tree(timed)
+        return new
+
+    def entries(self) -> Iterator[Entry[Any, Any]]:
+        """Every entry, in no particular order."""
+        return (item[2] for item in self.keys.to_list())
+
+    def split(self) -> tuple[list[Entry[Any, Any]], list[Entry[Any, Any]]]:
+        """``(pinned, unpinned)``, each by ``(key, seq)`` largest first: the unpinned nearly in rank order."""
+        items = self.keys.to_list()
+        i = bisect_left(items, _PINNED)
+        entries = [item[2] for item in reversed(items)]
+        n = len(items) - i
+        return entries[:n], entries[n:]
+
+    # -- queries ------------------------------------------------------------
+
+    def _c(self, now_us: float) -> float:
+        return (now_us - self.origin_us) * self.rate_us
+
+    def ranked(self, score: ScoreFn, now_us: float, live: Callable[[Entry[Any, Any]], bool]) -> Iterator[
+        tuple[Entry[Any, Any], float]
+    ]:
+        """``(entry, score)`` in rank order, lazily: pinned first (latest put first),
+        then score descending, ties latest put first.  Entries failing ``live`` are skipped."""
+        c = self._c(now_us)
+        slack = _slack(c)
+        exp = math.exp
+        heap: list[tuple[float, int, Entry[Any, Any]]] = []
+        for k, seq, entry in self.keys.descending():
+            if k == _INF:
+                yield entry, 1.0
+                continue
+            if heap:
+                x = k - c + slack
+                best_possible = 1.0 if x >= 0.0 else exp(x)  # no entry from here on scores more
+                while heap and -heap[0][0] > best_possible:
+                    neg, _, done = heappop(heap)
+                    yield done, -neg
+            if live(entry):
+                heappush(heap, (-score(entry), -seq, entry))
+        while heap:
+            neg, _, done = heappop(heap)
+            yield done, -neg
+
+    def lowest(self, score: ScoreFn, now_us: float) -> Entry[Any, Any] | None:
+        """The unpinned entry ranking last (lowest score, then earliest put); None if all are pinned."""
+        c = self._c(now_us)
+        slack = _slack(c)
+        exp = math.exp
+        best: tuple[float, float, Entry[Any, Any] | None] = (_INF, _INF, None)
+        # Entries that certainly score 0.0 (underflowed, importance 0, expired) tie: the earliest put goes.
+        start = (c + _UNDERFLOW - slack, -1)
+        for zero in (self.keys.earliest(_LOWEST, start), self.deadlines.earliest(_LOWEST, (now_us, _INF))):
+            if zero is not None and (0.0, zero[1]) < best[:2]:
+                best = (0.0, zero[1], zero[2])
+        for k, seq, entry in self.keys.ascending_from(start):
+            if k == _INF:
+                break
+            x = k - c - slack
+            if x >= 0.0:
+                # Everything from here on scores 1.0: only the earliest put of them can rank last.
+                if best[0] >= 1.0:
+                    clamped = self.keys.earliest((k, seq), _PINNED)
+                    assert clamped is not None
+                    if clamped[1] < best[1]:
+                        best = (1.0, clamped[1], clamped[2])
+                break
+            if exp(x) > best[0]:
+                break
+            s = score(entry)
+            if s < best[0] or (s == best[0] and seq < best[1]):
+                best = (s, seq, entry)
+        return best[2]
+
+    def below(self, limit: float, now_us: float) -> list[Entry[Any, Any]]:
+        """Unpinned entries that may score below ``limit`` or have expired (a superset; no order)."""
+        found: dict[int, Entry[Any, Any]] = {}
+        if limit > 0.0:
+            c = self._c(now_us)
+            bound = math.log(limit) + c + _slack(c)
+            for k, seq, entry in self.keys.ascending_from(_LOWEST):
+                if k >= bound:
+                    break
+                found[seq] = entry
+        for deadline, seq, entry in self.deadlines.ascending_from(_LOWEST):
+            if deadline > now_us:
+                break
+            found[seq] = entry
+        return list(found.values())
+
+    def soonest(self) -> list[Entry[Any, Any]]:
+        """The unpinned entries that may fall below any threshold first: the lowest keys
+        (within rounding of each other) and the earliest deadline."""
+        out: list[Entry[Any, Any]] = []
+        first_key: float | None = None
+        for k, _, entry in self.keys.ascending_from(_LOWEST):
+            if k == _INF:
+                break
+            if first_key is None:
+                first_key = k
+            elif not k <= first_key + 2.0 * _slack(first_key if first_key > -_INF else 0.0):
+                break
+            out.append(entry)
+            if first_key == -_INF:
+                break
+        deadline = self.deadlines.first()
+        if deadline is not None:
+            out.append(deadline[2])
+        return out

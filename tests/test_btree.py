@@ -1,0 +1,70 @@
+"""The order index's persistent B+tree against a sorted-list model."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lethe._btree import Tree
+
+
+def _model_ops(ops: list[tuple[bool, float]], every: int = 1) -> None:
+    tree = Tree()
+    model: list[tuple[float, int, str]] = []
+    versions: list[tuple[Tree, list[tuple[float, int, str]]]] = []
+    for seq, (insert, key) in enumerate(ops):
+        if insert or not model:
+            item = (key, seq, f"v{seq}")
+            tree = tree.insert(item)
+            model = sorted([*model, item])
+        else:
+            victim = model[int(abs(key) * 7919) % len(model)]
+            tree = tree.delete((victim[0], victim[1]))
+            model = [i for i in model if i is not victim]
+        if seq % every == 0:
+            versions.append((tree, model))
+        assert len(tree) == len(model)
+    for t, m in versions:  # every older version answers as when it was made
+        assert t.to_list() == m
+        assert list(t.descending()) == m[::-1]
+        assert t.first() == (m[0] if m else None)
+        for bound in (-1e9, 0.0, 0.5, 1e9):
+            for lo in (-2e9, -0.5, 0.25, bound):
+                inside = [i for i in m if (lo, -1) <= (i[0], i[1]) < (bound, -1)]
+                expected = min(inside, key=lambda i: i[1]) if inside else None
+                assert t.earliest((lo, -1), (bound, -1)) == expected
+            assert list(t.ascending_from((bound, -1))) == [i for i in m if i[0] >= bound]
+
+
+@given(st.lists(st.tuples(st.booleans(), st.floats(-1, 1, allow_nan=False)), max_size=300))
+def test_tree_matches_a_sorted_list(ops: list[tuple[bool, float]]) -> None:
+    _model_ops(ops)
+
+
+def test_large_tree_grows_and_shrinks_back() -> None:
+    rng = random.Random(7)
+    ops = [(True, rng.choice([0.0, 0.25, rng.random()])) for _ in range(5000)]
+    ops += [(False, rng.random()) for _ in range(4990)]
+    _model_ops(ops, every=250)
+
+
+def test_delete_of_a_missing_item_raises_key_error() -> None:
+    tree = Tree([(1.0, 0, "a")])
+    for probe in ((1.0, 1), (2.0, 0), (0.0, 0)):
+        with pytest.raises(KeyError) as info:
+            tree.delete(probe)
+        assert info.value.args == (probe,)
+    with pytest.raises(KeyError):
+        Tree().delete((1.0, 0))
+
+
+def test_bulk_load_equals_inserts() -> None:
+    items = sorted((float(i % 13), i, i) for i in range(3000))
+    bulk = Tree(items)
+    assert bulk.to_list() == items
+    assert bulk.earliest((-1.0, -1), (5.0, -1)) == (0.0, 0, 0)
+    assert bulk.earliest((5.0, -1), (6.0, -1)) == (5.0, 5, 5)
+    assert len(bulk.delete((0.0, 0))) == 2999

@@ -1,0 +1,204 @@
+"""The order index answers exactly as a full scan would.
+
+A memory with ``Exponential`` keeps an index on the ranking; its twin uses the
+same formula through a plain callable, which the memory cannot index and so
+scans.  Driven through the same random operations, the two must agree on
+every answer: ranking, ``top``, ``above``, victims at capacity, ``evict`` and
+``next_eviction`` — including the ties that clamping at 1.0, underflow to
+0.0, importance 0, equal timestamps and deadlines create.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lethe import Entry, Memory
+from lethe.decay import Exponential
+
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+HALF_LIFE = 60.0
+
+
+class Scanned:
+    """Exponential's formula behind a callable: nothing the memory can index."""
+
+    def __init__(self) -> None:
+        self._fn = Exponential(HALF_LIFE)
+
+    def __call__(self, entry: Entry[Any, Any], now: datetime) -> float:
+        return self._fn.score(entry, now)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = T0
+
+    def __call__(self) -> datetime:
+        return self.t
+
+
+def _twins(cap: int, clock: Clock, log: list[tuple[str, Any]]) -> tuple[Memory[Any, Any], Memory[Any, Any]]:
+    def on_evict(tag: str) -> Any:
+        return lambda es: log.append((tag, [e.key for e in es]))
+
+    def summarize(e: Entry[Any, Any]) -> str:
+        return f"summary of {e.key}"
+
+    common: dict[str, Any] = {
+        "max_entries": cap,
+        "half_life": HALF_LIFE,
+        "clock_fn": clock,
+        "summarize_fn": summarize,
+        "eviction_threshold": 0.1,
+        "summarize_threshold": 0.3,
+    }
+    indexed: Memory[Any, Any] = Memory(decay_fn="exponential", on_evict=on_evict("indexed"), **common)
+    scanned: Memory[Any, Any] = Memory(decay_fn=Scanned(), on_evict=on_evict("scanned"), **common)
+    assert indexed._order is not None
+    assert scanned._order is None
+    return indexed, scanned
+
+
+keys = st.integers(0, 7)
+importances = st.sampled_from([0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 1e300])
+steps = st.sampled_from([0.0, 0.0, 1.0, 30.0, 60.0, 120.0, 3600.0, 86_400.0 * 60])
+ops = st.one_of(
+    st.tuples(st.just("put"), keys, importances, st.booleans(), st.sampled_from([None, None, 30.0, 600.0])),
+    st.tuples(st.just("get"), keys),
+    st.tuples(st.just("touch"), keys, importances),
+    st.tuples(st.just("pin"), keys),
+    st.tuples(st.just("unpin"), keys),
+    st.tuples(st.just("delete"), keys),
+    st.tuples(st.just("evict"),),
+    st.tuples(st.just("summarize"),),
+    st.tuples(st.just("advance"), steps),
+)
+
+
+def _apply(mem: Memory[Any, Any], op: tuple[Any, ...]) -> tuple[Memory[Any, Any], Any]:
+    name, *args = op
+    if name == "put":
+        key, importance, pinned, ttl = args
+        return mem.put(f"v{key}", key=key, importance=importance, pinned=pinned, ttl=None if pinned else ttl), None
+    if name == "evict":
+        new, out = mem.evict()
+        return new, [(e.key, e.summary) for e in out]
+    if name == "summarize":
+        return mem.summarize(), None
+    key = args[0]
+    if key not in mem:
+        return mem, None
+    if name == "get":
+        new, entry = mem.get(key)
+        return new, entry.key
+    if name == "touch":
+        return mem.touch(key, importance=args[1]), None
+    return getattr(mem, name)(key), None
+
+
+def _observe(mem: Memory[Any, Any]) -> dict[str, Any]:
+    return {
+        "ranked": [(e.key, s) for e, s in mem.scored()],
+        "iter": [e.key for e in mem],
+        "top": [[e.key for e in mem.top(k)] for k in (0, 1, 3, 20)],
+        "active": [e.key for e in mem.active()],
+        "above": [[e.key for e in mem.above(t)] for t in (0.0, 0.5, 1.0)],
+        "stats": mem.stats(),
+        "next_eviction": mem.next_eviction(),
+    }
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(1, 6), st.lists(ops, max_size=60))
+def test_indexed_memory_answers_as_a_scan(cap: int, script: list[tuple[Any, ...]]) -> None:
+    clock = Clock()
+    log: list[tuple[str, Any]] = []
+    indexed, scanned = _twins(cap, clock, log)
+    for op in script:
+        if op[0] == "advance":
+            clock.t += timedelta(seconds=op[1])
+            continue
+        try:
+            indexed, got = _apply(indexed, op)
+        except Exception as exc:  # the same error, raised by both
+            failure: Any = (type(exc), str(exc))
+        else:
+            failure = None
+        try:
+            scanned, want = _apply(scanned, op)
+        except Exception as exc:
+            expected: Any = (type(exc), str(exc))
+        else:
+            expected = None
+        assert failure == expected
+        if expected is not None:
+            continue
+        assert failure is None
+        assert got == want
+        assert _observe(indexed) == _observe(scanned)
+        assert [e for e in log if e[0] == "indexed"] == [("indexed", k) for tag, k in log if tag == "scanned"]
+        assert sorted(e.key for e in indexed._entries.values()) == sorted(e.key for e in scanned._entries.values())
+        assert all(e == scanned.peek(e.key) for e in indexed)
+
+
+def test_the_index_survives_a_clock_jump_far_past_its_origin() -> None:
+    """Keys are re-based when time moves far on; old and new entries still rank right."""
+    clock = Clock()
+    mem: Memory[Any, Any] = Memory(max_entries=3, half_life=1.0, clock_fn=clock)
+    mem = mem.put("old", key="old", importance=1e300)
+    clock.t += timedelta(days=3)  # 2.6e5 half-lives: past the re-basing bound
+    mem = mem.put("a", key="a", importance=0.5).put("b", key="b")
+    assert [e.key for e in mem] == ["b", "a", "old"]
+    assert mem.score("old") == 0.0
+    assert mem.score("a") == 0.5
+    mem = mem.put("c", key="c")
+    assert "old" not in mem
+    assert len(mem) == 3
+
+
+def test_equal_scores_rank_the_latest_put_first_whatever_the_importance() -> None:
+    """Clamped at 1.0, entries of different importance tie and rank by put order."""
+    clock = Clock()
+    mem: Memory[Any, Any] = Memory(max_entries=10, half_life=60.0, clock_fn=clock)
+    mem = mem.put("x", key="big", importance=8.0).put("y", key="small", importance=1.0)
+    mem = mem.put("z", key="bigger", importance=64.0)
+    assert [e.key for e in mem] == ["bigger", "small", "big"]
+    clock.t += timedelta(seconds=120)  # 'small' decays; the others stay clamped
+    assert [e.key for e in mem] == ["bigger", "big", "small"]
+    assert [e.key for e in mem.top(2)] == ["bigger", "big"]
+
+
+def _victims(script: list[tuple[Any, ...]], cap: int) -> list[Any]:
+    """Run ``script`` on both twins; return what each evicted at capacity (they must agree)."""
+    clock = Clock()
+    log: list[tuple[str, Any]] = []
+    indexed, scanned = _twins(cap, clock, log)
+    for op in script:
+        if op[0] == "advance":
+            clock.t += timedelta(seconds=op[1])
+            continue
+        indexed, _ = _apply(indexed, op)
+        scanned, _ = _apply(scanned, op)
+    got = [k for tag, k in log if tag == "indexed"]
+    assert got == [k for tag, k in log if tag == "scanned"]
+    return got
+
+
+def test_every_zero_score_ties_and_the_earliest_put_goes_first() -> None:
+    """Importance 0, an expired deadline and underflow all score 0.0: put order decides."""
+    zero_first = [("put", "zero", 0.0, False, None), ("put", "ttl", 1.0, False, 30.0), ("advance", 60.0)]
+    assert _victims([*zero_first, ("put", "new", 1.0, False, None)], cap=2) == [["zero"]]
+    ttl_first = [("put", "ttl", 1.0, False, 30.0), ("put", "zero", 0.0, False, None), ("advance", 60.0)]
+    assert _victims([*ttl_first, ("put", "new", 1.0, False, None)], cap=2) == [["ttl"]]
+    faded = [("put", "a", 4.0, False, None), ("put", "b", 1.0, False, None), ("advance", 86_400.0 * 60)]
+    assert _victims([*faded, ("put", "new", 1.0, False, None)], cap=2) == [["a"]]
+
+
+def test_when_every_entry_is_clamped_the_earliest_put_goes_first() -> None:
+    script = [("put", k, imp, False, None) for k, imp in (("a", 8.0), ("b", 2.0), ("c", 4.0))]
+    assert _victims([*script, ("put", "new", 8.0, False, None)], cap=3) == [["a"]]
+    assert _victims([("put", "p", 1.0, True, None), *script, ("put", "new", 8.0, False, None)], cap=4) == [["a"]]
