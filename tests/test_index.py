@@ -160,16 +160,18 @@ def test_the_index_survives_a_clock_jump_far_past_its_origin() -> None:
     assert len(mem) == 3
 
 
-def test_equal_scores_rank_the_latest_put_first_whatever_the_importance() -> None:
-    """Clamped at 1.0, entries of different importance tie and rank by put order."""
-    clock = Clock()
-    mem: Memory[Any, Any] = Memory(max_entries=10, half_life=60.0, clock_fn=clock)
-    mem = mem.put("x", key="big", importance=8.0).put("y", key="small", importance=1.0)
-    mem = mem.put("z", key="bigger", importance=64.0)
-    assert [e.key for e in mem] == ["bigger", "small", "big"]
-    clock.t += timedelta(seconds=120)  # 'small' decays; the others stay clamped
-    assert [e.key for e in mem] == ["bigger", "big", "small"]
-    assert [e.key for e in mem.top(2)] == ["bigger", "big"]
+def test_clamped_entries_rank_by_how_far_above_one_they_are() -> None:
+    """Entries clamped at 1.0 tie on score; the one that stays at 1.0 longer ranks first."""
+    for decay in ("exponential", Scanned()):
+        clock = Clock()
+        mem: Memory[Any, Any] = Memory(max_entries=10, half_life=60.0, clock_fn=clock, decay_fn=decay)
+        mem = mem.put("x", key="big", importance=8.0).put("y", key="one", importance=1.0)
+        mem = mem.put("z", key="bigger", importance=64.0).put("w", key="also one", importance=1.0)
+        assert [s for _, s in mem.scored()] == [1.0] * 4
+        assert [e.key for e in mem] == ["bigger", "big", "also one", "one"]
+        clock.t += timedelta(seconds=120)  # the importance-1 entries decay; the others stay clamped
+        assert [e.key for e in mem.top(3)] == ["bigger", "big", "also one"]
+        assert mem.score("big") == 1.0
 
 
 def _victims(script: list[tuple[Any, ...]], cap: int) -> list[Any]:
@@ -198,7 +200,7 @@ def test_every_zero_score_ties_and_the_earliest_put_goes_first() -> None:
     assert _victims([*faded, ("put", "new", 1.0, False, None)], cap=2) == [["a"]]
 
 
-def test_when_every_entry_is_clamped_the_earliest_put_goes_first() -> None:
-    script = [("put", k, imp, False, None) for k, imp in (("a", 8.0), ("b", 2.0), ("c", 4.0))]
-    assert _victims([*script, ("put", "new", 8.0, False, None)], cap=3) == [["a"]]
-    assert _victims([("put", "p", 1.0, True, None), *script, ("put", "new", 8.0, False, None)], cap=4) == [["a"]]
+def test_when_every_entry_is_clamped_the_least_important_goes_first_then_the_earliest_put() -> None:
+    script = [("put", k, imp, False, None) for k, imp in (("a", 8.0), ("b", 2.0), ("c", 2.0), ("d", 4.0))]
+    assert _victims([*script, ("put", "new", 8.0, False, None)], cap=4) == [["b"]]
+    assert _victims([("put", "p", 1.0, True, None), *script, ("put", "new", 8.0, False, None)], cap=5) == [["b"]]

@@ -25,7 +25,7 @@ from lethe._entry import (
 from lethe._errors import MemoryFullError, SummarizeError
 from lethe._map import EMPTY, PersistentMap
 from lethe._order import Order
-from lethe._scoring import Scorer, make_scorer
+from lethe._scoring import Scorer, clamp, make_scorer
 from lethe.decay._protocol import DecayCallable, DecayFunction
 from lethe.decay._registry import BUILTINS, by_name
 
@@ -235,8 +235,8 @@ class Memory(Generic[K, V]):
         return (e for e, _ in order.ranked(self._score_fn(now, now_us), now_us, _always))
 
     def _score_fn(self, now: datetime, now_us: float) -> Callable[[Entry[K, V]], float]:
-        one = self._scorer.one
-        return lambda e: one(e, now, now_us)
+        unclamped = self._scorer.unclamped
+        return lambda e: unclamped(e, now, now_us)
 
     def _live(self, now_us: float) -> Callable[[Entry[K, V]], bool]:
         return lambda e: not _expired(e, now_us)
@@ -270,9 +270,11 @@ class Memory(Generic[K, V]):
     def scored(self) -> list[tuple[Entry[K, V], float]]:
         """Every entry with its current score, highest score first.
 
-        Equal scores keep a fixed order: pinned entries first, then the most
-        recently put entry first (so at capacity the oldest of equally scored
-        entries is evicted first).  It never depends on hash randomization.
+        Equal scores keep a fixed order that never depends on hash randomization:
+        pinned entries first (the most recently put first); then entries that
+        clamping ties at 1.0 by their value before clamping (``importance *
+        raw``: the entry that stays at 1.0 longer first); then the most recently
+        put first (so at capacity the oldest of equally scored entries goes first).
         """
         now, now_us = self._now()
         entries, scores = self._ranked(now, now_us)
@@ -303,9 +305,9 @@ class Memory(Generic[K, V]):
         live = [e for e in self._entries.to_list() if not _expired(e, now_us)]
         pinned = [e for e in live if e.pinned]
         rest = [e for e in live if not e.pinned]
-        scores = self._scorer.many(rest, now, now_us)
-        kept = [i for i, s in enumerate(scores) if s >= t]
-        ranked, _ = _rank(pinned, [rest[i] for i in kept], [scores[i] for i in kept])
+        values = self._scorer.many(rest, now, now_us)
+        kept = [i for i, v in enumerate(values) if clamp(v) >= t]
+        ranked, _ = _rank(pinned, [rest[i] for i in kept], [values[i] for i in kept])
         return ranked
 
     def active(self) -> list[Entry[K, V]]:
@@ -338,9 +340,9 @@ class Memory(Generic[K, V]):
         if len(pinned) >= n:
             return pinned[:n]
         rest = [e for e in live if not e.pinned]
-        scores = self._scorer.many(rest, now, now_us)
-        # The rank order is (score, seq) descending: a heap picks the first n without sorting all.
-        best = heapq.nlargest(n - len(pinned), range(len(rest)), key=lambda i: (scores[i], rest[i].seq))
+        values = self._scorer.many(rest, now, now_us)
+        # The rank order is (value, seq) descending: a heap picks the first n without sorting all.
+        best = heapq.nlargest(n - len(pinned), range(len(rest)), key=lambda i: (values[i], rest[i].seq))
         return pinned + [rest[i] for i in best]
 
     def filter(self, predicate: Callable[[Entry[K, V]], object]) -> list[Entry[K, V]]:
@@ -606,10 +608,10 @@ class Memory(Generic[K, V]):
             candidates = [e for e in entries.to_list() if not e.pinned and not e.summarized]
         else:
             candidates = [e for e in order.below(limit, now_us) if not e.summarized]
-        scores = self._scorer.many(candidates, now, now_us)
+        values = self._scorer.many(candidates, now, now_us)
         changed = False
-        for entry, s in sorted(zip(candidates, scores), key=lambda p: p[0].seq):
-            if s < limit:
+        for entry, v in sorted(zip(candidates, values), key=lambda p: p[0].seq):
+            if clamp(v) < limit:
                 new = self._summarized(entry)
                 entries = entries.replace(entry.key, new)
                 if order is not None:
@@ -639,11 +641,11 @@ class Memory(Generic[K, V]):
             candidates = [e for e in entries.to_list() if not e.pinned]
         else:
             candidates = order.below(max(summarize_below, evict_below), now_us)
-        scores = self._scorer.many(candidates, now, now_us)
+        values = self._scorer.many(candidates, now, now_us)
         evicted: list[Entry[K, V]] = []
-        # Lowest scores first (the reverse of rank order), so summaries run in the order entries fade.
-        for i in sorted(range(len(candidates)), key=lambda i: (scores[i], candidates[i].seq)):
-            entry, s = candidates[i], scores[i]
+        # Lowest first (the reverse of rank order), so summaries run in the order entries fade.
+        for i in sorted(range(len(candidates)), key=lambda i: (values[i], candidates[i].seq)):
+            entry, s = candidates[i], clamp(values[i])
             gone = s < evict_below or _expired(entry, now_us)
             if s >= summarize_below and not gone:
                 continue
@@ -973,16 +975,17 @@ def _unpickle(config: dict[str, Any], state: tuple[Any, ...]) -> Memory[Any, Any
 
 
 def _rank(
-    pinned: list[Entry[K, V]], entries: list[Entry[K, V]], scores: list[float]
+    pinned: list[Entry[K, V]], entries: list[Entry[K, V]], values: list[float]
 ) -> tuple[list[Entry[K, V]], list[float]]:
-    """``pinned`` (latest put first), then ``entries`` by score; equal scores latest put first."""
+    """``pinned`` (latest put first), then ``entries`` by rank value, equals latest put first;
+    and their scores."""
     if len(pinned) > 1:
         pinned = sorted(pinned, key=_SEQ, reverse=True)
-    order = sorted(range(len(entries)), key=scores.__getitem__, reverse=True)
+    order = sorted(range(len(entries)), key=values.__getitem__, reverse=True)
     ranked = [entries[i] for i in order]
-    ranked_scores = [scores[i] for i in order]
-    # Runs of equal scores (clamped at 1.0, underflowed to 0.0, or true ties) go latest put first.
-    ties = list(compress(range(1, len(order)), map(eq, ranked_scores, islice(ranked_scores, 1, None))))
+    ranked_values = [values[i] for i in order]
+    # Runs of equal values (underflowed to 0.0, importance 0, expired, or true ties) go latest put first.
+    ties = list(compress(range(1, len(order)), map(eq, ranked_values, islice(ranked_values, 1, None))))
     i = 0
     while i < len(ties):
         start = ties[i]
@@ -991,7 +994,9 @@ def _rank(
             i += 1
             end += 1
         ranked[start - 1 : end] = sorted(ranked[start - 1 : end], key=_SEQ, reverse=True)
-    return pinned + ranked, [1.0] * len(pinned) + ranked_scores
+    return pinned + ranked, [1.0] * len(pinned) + [
+        1.0 if v >= 1.0 else (v if v > 0.0 else 0.0) for v in ranked_values
+    ]
 
 
 def _always(entry: Entry[Any, Any]) -> bool:

@@ -27,6 +27,7 @@ from typing import Any
 
 from lethe._btree import Tree
 from lethe._entry import Entry
+from lethe._scoring import clamp
 
 _INF = math.inf
 _LOWEST = (-_INF, -1)
@@ -37,7 +38,11 @@ _REBASE = 2.0**16
 # exp(x) is exactly 0.0 below this (the smallest subnormal is exp(-744.4)).
 _UNDERFLOW = -746.0
 
-ScoreFn = Callable[[Entry[Any, Any]], float]
+ValueFn = Callable[[Entry[Any, Any]], float]
+
+
+def _exp(x: float) -> float:
+    return math.exp(x) if x < 709.0 else _INF
 
 
 def _slack(c: float) -> float:
@@ -127,36 +132,33 @@ class Order:
     def _c(self, now_us: float) -> float:
         return (now_us - self.origin_us) * self.rate_us
 
-    def ranked(self, score: ScoreFn, now_us: float, live: Callable[[Entry[Any, Any]], bool]) -> Iterator[
+    def ranked(self, value: ValueFn, now_us: float, live: Callable[[Entry[Any, Any]], bool]) -> Iterator[
         tuple[Entry[Any, Any], float]
     ]:
-        """``(entry, score)`` in rank order, lazily: pinned first (latest put first),
-        then score descending, ties latest put first.  Entries failing ``live`` are skipped."""
+        """``(entry, score)`` in rank order, lazily: pinned first (latest put first), then
+        by rank value, equals latest put first.  Entries failing ``live`` are skipped."""
         c = self._c(now_us)
         slack = _slack(c)
-        exp = math.exp
         heap: list[tuple[float, int, Entry[Any, Any]]] = []
         for k, seq, entry in self.keys.descending():
             if k == _INF:
                 yield entry, 1.0
                 continue
             if heap:
-                x = k - c + slack
-                best_possible = 1.0 if x >= 0.0 else exp(x)  # no entry from here on scores more
+                best_possible = _exp(k - c + slack)  # no entry from here on ranks higher
                 while heap and -heap[0][0] > best_possible:
                     neg, _, done = heappop(heap)
-                    yield done, -neg
+                    yield done, clamp(-neg)
             if live(entry):
-                heappush(heap, (-score(entry), -seq, entry))
+                heappush(heap, (-value(entry), -seq, entry))
         while heap:
             neg, _, done = heappop(heap)
-            yield done, -neg
+            yield done, clamp(-neg)
 
-    def lowest(self, score: ScoreFn, now_us: float) -> Entry[Any, Any] | None:
-        """The unpinned entry ranking last (lowest score, then earliest put); None if all are pinned."""
+    def lowest(self, value: ValueFn, now_us: float) -> Entry[Any, Any] | None:
+        """The unpinned entry ranking last (lowest rank value, then earliest put); None if all are pinned."""
         c = self._c(now_us)
         slack = _slack(c)
-        exp = math.exp
         best: tuple[float, float, Entry[Any, Any] | None] = (_INF, _INF, None)
         # Entries that certainly score 0.0 (underflowed, importance 0, expired) tie: the earliest put goes.
         start = (c + _UNDERFLOW - slack, -1)
@@ -166,18 +168,9 @@ class Order:
         for k, seq, entry in self.keys.ascending_from(start):
             if k == _INF:
                 break
-            x = k - c - slack
-            if x >= 0.0:
-                # Everything from here on scores 1.0: only the earliest put of them can rank last.
-                if best[0] >= 1.0:
-                    clamped = self.keys.earliest((k, seq), _PINNED)
-                    assert clamped is not None
-                    if clamped[1] < best[1]:
-                        best = (1.0, clamped[1], clamped[2])
+            if _exp(k - c - slack) > best[0]:  # no entry from here on ranks lower
                 break
-            if exp(x) > best[0]:
-                break
-            s = score(entry)
+            s = value(entry)
             if s < best[0] or (s == best[0] and seq < best[1]):
                 best = (s, seq, entry)
         return best[2]

@@ -84,42 +84,50 @@ class Scorer:
         """The entry's score: 1.0 if pinned, 0.0 if expired, else clamp(raw * importance)."""
         if entry.pinned:
             return 1.0
+        return clamp(self.unclamped(entry, now, now_us))
+
+    def unclamped(self, entry: Entry[Any, Any], now: datetime, now_us: float) -> float:
+        """An unpinned entry's rank value: raw * importance before clamping (0.0 once expired).
+
+        Scores are this value clamped to 0..1, so it ranks exactly as the score
+        does and also orders the entries that clamping ties at 1.0.
+        """
         expires = entry.expires_us
         if expires is not None and now_us >= expires:
             return 0.0
         s = self.raw(entry, now, now_us)
-        if self.multiply:
-            s *= entry.importance
-        return 1.0 if s >= 1.0 else (s if s > 0.0 else 0.0)
+        return s * entry.importance if self.multiply else s
 
     def many(self, entries: list[Entry[Any, Any]], now: datetime, now_us: float) -> list[float]:
-        """Scores of unpinned ``entries``, in order."""
+        """Rank values (:meth:`unclamped`) of unpinned ``entries``, in order."""
         raw = self._raw
-        multiply = self.multiply
+        if raw is None:
+            unclamped = self.unclamped
+            return [unclamped(e, now, now_us) for e in entries]
         out: list[float] = []
         append = out.append
-        if raw is None:
-            one = self.one
-            for e in entries:
-                append(one(e, now, now_us))
-            return out
+        multiply = self.multiply
         for e in entries:
             expires = e.expires_us
             if expires is not None and now_us >= expires:
                 append(0.0)
-                continue
-            s = raw(e, now_us) * e.importance if multiply else raw(e, now_us)
-            append(1.0 if s >= 1.0 else (s if s > 0.0 else 0.0))
+            else:
+                append(raw(e, now_us) * e.importance if multiply else raw(e, now_us))
         return out
 
     def lowest(self, entries: list[Entry[Any, Any]], now: datetime, now_us: float) -> Entry[Any, Any] | None:
-        """The unpinned entry that ranks last: lowest score, then earliest put."""
+        """The unpinned entry that ranks last: lowest rank value, then earliest put."""
         unpinned = [e for e in entries if not e.pinned]
         if not unpinned:
             return None
-        scores = self.many(unpinned, now, now_us)
-        best = min(range(len(unpinned)), key=lambda i: (scores[i], unpinned[i].seq))
+        values = self.many(unpinned, now, now_us)
+        best = min(range(len(unpinned)), key=lambda i: (values[i], unpinned[i].seq))
         return unpinned[best]
+
+
+def clamp(value: float) -> float:
+    """``value`` limited to 0..1: the score of an entry whose rank value is ``value``."""
+    return 1.0 if value >= 1.0 else (value if value > 0.0 else 0.0)
 
 
 def make_scorer(decay_fn: object, half_life: float | timedelta) -> Scorer:
