@@ -195,6 +195,22 @@ class PersistentMap(Generic[K, V]):
         """Return a map without ``key``; the same map if it is absent."""
         return self.delete(key) if key in self else self
 
+    def update(self, items: dict[K, V]) -> PersistentMap[K, V]:
+        """Return a map with every pair of ``items`` set.
+
+        Few items are set one by one (O(m log n)); many are merged into a fresh
+        trie built in one pass (O(n + m)), which is much faster per item.
+        """
+        if 4 * len(items) < self._len:
+            m = self
+            for key, value in items.items():
+                m = m.set(key, value)
+            return m
+        merged = dict(self.items())
+        merged.update(items)
+        root = _split(merged, 0) if len(merged) > _LEAF_MAX else merged
+        return self._make(root, len(merged))
+
     def values(self) -> Iterator[V]:
         """Iterate over the values, in an order fixed by the keys' hashes."""
         for leaf in _leaves(self._root):

@@ -115,6 +115,11 @@ class Order:
         new.deadlines = Tree(timed)
         return new
 
+    def origin_for(self, now_us: float) -> float:
+        """The origin a rebuild at ``now_us`` keeps: the current one while keys stay precise."""
+        origin = self.origin_us
+        return origin if (now_us - origin) * self.rate_us <= _REBASE else now_us
+
     def entries(self) -> Iterator[Entry[Any, Any]]:
         """Every entry, in no particular order."""
         return (item[2] for item in self.keys.to_list())
