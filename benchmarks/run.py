@@ -98,7 +98,6 @@ def ratios_table(result: dict[str, Any]) -> str:
                 verdict,
             ]
         )
-    rows.append(["put_many", "—", "—", "n/a", "—", "not implemented yet"])
     return table(["ratio (same run, medians)", "n", "measured", "value", "target", "status"], rows)
 
 

@@ -32,7 +32,7 @@ from datetime import datetime, timedelta, timezone
 from operator import itemgetter
 from typing import Any
 
-from lethe import Memory
+from lethe import Entry, Memory
 from lethe._map import PersistentMap
 
 DECAYS = ("exponential", "actr")
@@ -190,6 +190,27 @@ def lethe_cases(n: int, decay: str, ops_fast: int, ops_slow: int, rng: random.Ra
             m.peek(k)
         return _now_ns() - t0
 
+    pairs = [(k, VALUE) for k in keys]
+    empty: Memory[Any, Any] = Memory(max_entries=n, decay_fn=decay, half_life=half_life_for(n), clock_fn=clock)
+
+    def put_many() -> int:
+        clock.set(START)
+        t0 = _now_ns()
+        empty.put_many(pairs)
+        return _now_ns() - t0
+
+    def put_chain() -> int:
+        # One clock reading for the whole chain, as put_many makes: the same memory results.
+        clock.step = timedelta(0)
+        clock.set(START)
+        m = empty
+        t0 = _now_ns()
+        for k in keys:
+            m = m.put(VALUE, key=k)
+        elapsed = _now_ns() - t0
+        clock.step = STEP
+        return elapsed
+
     def reader(method: Callable[[Memory[Any, Any]], object]) -> Callable[[], int]:
         def run() -> int:
             clock.set(built_at)
@@ -212,6 +233,8 @@ def lethe_cases(n: int, decay: str, ops_fast: int, ops_slow: int, rng: random.Ra
         Case(f"{prefix}.top10", "lethe", ops_slow, reader(lambda m: m.top(10)), "top(10)"),
         Case(f"{prefix}.active", "lethe", ops_slow, reader(Memory.active), "active()"),
         Case(f"{prefix}.evict", "lethe", ops_slow, reader(Memory.evict), "evict() (from the same base each time)"),
+        Case(f"{prefix}.put_many", "lethe", n, put_many, "put_many of n pairs into an empty memory (per entry)"),
+        Case(f"{prefix}.put_chain", "lethe", n, put_chain, "n chained puts into an empty memory (per entry)"),
     ]
 
 
@@ -245,6 +268,15 @@ def _map_memory_per_entry(n: int, build: Callable[[list[str]], object]) -> float
         tracemalloc.stop()
     del obj
     return used / n
+
+
+def _bare_entries(keys: list[str]) -> object:
+    """The entries alone, in a list: what a memory of them holds at the least."""
+    out = []
+    for i, k in enumerate(keys):
+        t = START + STEP * i
+        out.append(Entry(key=k, value=VALUE, inserted_at=t, last_accessed_at=t, seq=i))
+    return out
 
 
 def _build_persistent(keys: list[str]) -> object:
@@ -457,6 +489,13 @@ def floor_cases(n: int, ops_slow: int) -> list[Case]:
             nlargest(10, scores)
         return _now_ns() - t0
 
+    def score_nlargest() -> int:
+        t0 = _now_ns()
+        for _ in slow_range:
+            s = [imp * 0.5 ** ((now - t) / half_life) for _, t, imp in items]
+            nlargest(10, range(len(s)), key=s.__getitem__)
+        return _now_ns() - t0
+
     def scan_min() -> int:
         t0 = _now_ns()
         for _ in slow_range:
@@ -467,6 +506,7 @@ def floor_cases(n: int, ops_slow: int) -> list[Case]:
     return [
         Case("floor.score_sorted", "floor", ops_slow, score_sorted, "score loop + sorted (all ranked)"),
         Case("floor.nlargest10", "floor", ops_slow, top10, "precomputed float scores + heapq.nlargest(10)"),
+        Case("floor.score_nlargest10", "floor", ops_slow, score_nlargest, "score loop + heapq.nlargest(10)"),
         Case("floor.scan_min", "floor", ops_slow, scan_min, "O(n) scan: score loop + min (index-free eviction)"),
     ]
 
@@ -490,6 +530,8 @@ def setup_size(
         setup.cases += lethe_cases(n, decay, ops_fast, ops_slow, rng)
         if measure_memory:
             setup.memory[f"lethe.{decay}"] = lethe_memory_per_entry(n, decay)
+        if measure_memory and decay == DECAYS[0]:
+            setup.memory["entries"] = _map_memory_per_entry(n, _bare_entries)
     setup.cases += map_cases(n, ops_fast, rng)
     setup.cases += dict_cases(n, ops_fast, ops_slow, rng)
     setup.cases += floor_cases(n, ops_slow)
@@ -643,6 +685,14 @@ TARGETS: list[tuple[str, str, str, int, str, float]] = [
     ("put at capacity vs TTLCache", "lethe.exponential.put_full", "cachetools.TTLCache.put_full", 10_000, "<=", 3.0),
     ("top(10) vs nlargest floor", "lethe.exponential.top10", "floor.nlargest10", 100_000, "<=", 0.02),
     ("scored() vs score loop + sorted", "lethe.exponential.scored", "floor.score_sorted", 10_000, "<=", 1.5),
+    ("top(10) ACTR vs score loop + nlargest", "lethe.actr.top10", "floor.score_nlargest10", 10_000, "<=", 1.5),
+    ("top(10) ACTR vs score loop + nlargest", "lethe.actr.top10", "floor.score_nlargest10", 100_000, "<=", 1.5),
+    ("active() ACTR vs score loop + sorted", "lethe.actr.active", "floor.score_sorted", 10_000, "<=", 1.5),
+    ("active() ACTR vs score loop + sorted", "lethe.actr.active", "floor.score_sorted", 100_000, "<=", 1.5),
+    ("put_many(n) vs n chained put", "lethe.exponential.put_many", "lethe.exponential.put_chain", 10_000, "<=", 0.33),
+    ("put_many(n) vs n chained put", "lethe.exponential.put_many", "lethe.exponential.put_chain", 100_000, "<=", 0.33),
+    ("building n entries vs memory-decay add", "lethe.exponential.put_many", "memory_decay.add", 10_000, "<=", 0.3),
+    ("top(10) vs one memory-decay tick", "lethe.exponential.top10", "memory_decay.tick", 10_000, "<=", 0.02),
 ]
 
 
@@ -652,7 +702,8 @@ def ratios(result: dict[str, Any]) -> list[dict[str, Any]]:
     specs = list(TARGETS)
     for label, num, den, size, op, _target in TARGETS:
         if num.startswith("lethe.exponential."):
-            specs.append((label + " [actr]", num.replace(".exponential.", ".actr."), den, size, op, float("nan")))
+            actr_den = den.replace(".exponential.", ".actr.")
+            specs.append((label + " [actr]", num.replace(".exponential.", ".actr."), actr_den, size, op, float("nan")))
     for label, num, den, size, op, target in specs:
         cases = result["sizes"].get(str(size), {}).get("cases", {})
         value = None
@@ -673,6 +724,24 @@ def ratios(result: dict[str, Any]) -> list[dict[str, Any]]:
                 "target": target if has_target else None,
                 "value": value,
                 "met": met,
+            }
+        )
+    memory = result["sizes"].get("100000", {}).get("memory_bytes_per_entry", {})
+    for decay in DECAYS:
+        value = None
+        if f"lethe.{decay}" in memory and "entries" in memory:
+            value = memory[f"lethe.{decay}"] / memory["entries"]
+        target = 2.0 if decay == "exponential" else None
+        rows.append(
+            {
+                "label": "bytes per entry vs bare Entry objects" + ("" if target else f" [{decay}]"),
+                "numerator": f"memory: lethe.{decay}",
+                "denominator": "memory: entries",
+                "n": 100_000,
+                "op": "<=",
+                "target": target,
+                "value": value,
+                "met": None if value is None or target is None else value <= target,
             }
         )
     return rows

@@ -187,6 +187,20 @@ def _collect(node: Node, out: list[Item]) -> None:
             _collect(child, out)
 
 
+def _collect_from(node: Node, probe: Probe, out: list[Item]) -> None:
+    if type(node) is _Leaf:
+        items = node.items
+        out.extend(items[bisect_left(items, probe) :])
+        return
+    branch: _Branch = node  # type: ignore[assignment]
+    i = bisect_left(branch.highs, probe)
+    children = branch.children
+    if i < len(children):
+        _collect_from(children[i], probe, out)
+        for child in children[i + 1 :]:
+            _collect(child, out)
+
+
 def _earliest(node: Node) -> Item:
     """The item with the smallest seq under ``node``."""
     while type(node) is _Branch:
@@ -285,6 +299,13 @@ class Tree:
         out: list[Item] = []
         if self._root is not None:
             _collect(self._root, out)
+        return out
+
+    def at_least(self, probe: Probe) -> list[Item]:
+        """Items at or above ``probe``, ascending, in one list."""
+        out: list[Item] = []
+        if self._root is not None:
+            _collect_from(self._root, probe, out)
         return out
 
     def earliest(self, lo: Probe, hi: Probe) -> Item | None:

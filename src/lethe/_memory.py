@@ -289,22 +289,21 @@ class Memory(Generic[K, V]):
     def above(self, threshold: float) -> list[Entry[K, V]]:
         """Entries scoring at least ``threshold``, highest first (expired entries left out).
 
-        Runtime complexity: O(m log n) for m results with an indexed decay
-        function (see :meth:`top`), otherwise O(n + m log m).
+        Runtime complexity: O(log n + m) for m results with an indexed decay
+        function (see :meth:`top`): only entries that can reach ``threshold``
+        are scored, and they arrive nearly sorted; otherwise O(n + m log m).
         """
         t = _check_number(threshold, "threshold")
         now, now_us = self._now()
         order = self._order
-        if order is not None:
-            out = []
-            for e, s in order.ranked(self._score_fn(now, now_us), now_us, self._live(now_us)):
-                if s < t:
-                    break
-                out.append(e)
-            return out
-        live = [e for e in self._entries.to_list() if not _expired(e, now_us)]
-        pinned = [e for e in live if e.pinned]
-        rest = [e for e in live if not e.pinned]
+        if order is None:
+            live = [e for e in self._entries.to_list() if not _expired(e, now_us)]
+            pinned = [e for e in live if e.pinned]
+            rest = [e for e in live if not e.pinned]
+        else:
+            # Only the entries whose key can reach the threshold, already nearly in rank order.
+            pinned, rest = order.at_least(t, now_us)
+            rest = [e for e in rest if not _expired(e, now_us)]
         values = self._scorer.many(rest, now, now_us)
         kept = [i for i, v in enumerate(values) if clamp(v) >= t]
         ranked, _ = _rank(pinned, [rest[i] for i in kept], [values[i] for i in kept])
@@ -386,7 +385,7 @@ class Memory(Generic[K, V]):
                 entries = [e for e in entries if not e.pinned]
         else:
             # Already nearly in rank order, which the sort below takes in near-linear time.
-            pinned, entries = order.split()
+            pinned, entries = order.at_least(0.0, now_us)
         return _rank(pinned, entries, self._scorer.many(entries, now, now_us))
 
     # -- writes -----------------------------------------------------------
@@ -417,7 +416,9 @@ class Memory(Generic[K, V]):
         entry cannot be put with a deadline; pinning one later suspends its
         deadline until it is unpinned.
 
-        Runtime complexity: O(log n), plus an O(n) scan when a new key arrives at capacity.
+        Runtime complexity: O(log n).  A new key at capacity finds its victim in
+        O(log n) with an indexed decay function (see :meth:`top`), by an O(n)
+        scan otherwise.
 
         >>> from datetime import datetime, timezone
         >>> mem = Memory(clock_fn=lambda: datetime(2026, 1, 1, tzinfo=timezone.utc))

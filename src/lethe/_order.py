@@ -124,14 +124,6 @@ class Order:
         """Every entry, in no particular order."""
         return (item[2] for item in self.keys.to_list())
 
-    def split(self) -> tuple[list[Entry[Any, Any]], list[Entry[Any, Any]]]:
-        """``(pinned, unpinned)``, each by ``(key, seq)`` largest first: the unpinned nearly in rank order."""
-        items = self.keys.to_list()
-        i = bisect_left(items, _PINNED)
-        entries = [item[2] for item in reversed(items)]
-        n = len(items) - i
-        return entries[:n], entries[n:]
-
     # -- queries ------------------------------------------------------------
 
     def _c(self, now_us: float) -> float:
@@ -179,6 +171,19 @@ class Order:
             if s < best[0] or (s == best[0] and seq < best[1]):
                 best = (s, seq, entry)
         return best[2]
+
+    def at_least(self, limit: float, now_us: float) -> tuple[list[Entry[Any, Any]], list[Entry[Any, Any]]]:
+        """``(pinned, unpinned)``: the unpinned ones may score ``limit`` or more (a superset),
+        each list by ``(key, seq)`` largest first."""
+        bound = -_INF
+        if limit > 0.0:
+            c = self._c(now_us)
+            bound = math.log(limit) + c - _slack(c)
+        items = self.keys.at_least((bound, -1))
+        i = bisect_left(items, _PINNED)
+        entries = [item[2] for item in reversed(items)]
+        n = len(items) - i
+        return entries[:n], entries[n:]
 
     def below(self, limit: float, now_us: float) -> list[Entry[Any, Any]]:
         """Unpinned entries that may score below ``limit`` or have expired (a superset; no order)."""
