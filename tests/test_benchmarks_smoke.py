@@ -91,8 +91,8 @@ def test_report_renders(result: dict) -> None:
     run = _load("run")
     text = run.report(result)
     assert "lethe.exponential.put_below" in text
-    assert "put_many" in text
-    assert "not implemented yet" in text
+    assert "lethe.exponential.put_many" in text
+    assert "put_many(n) vs n chained put" in text
 
 
 def test_fake_clock_advances(suite: ModuleType) -> None:
