@@ -433,40 +433,13 @@ class Memory(Generic[K, V]):
             SummarizeError: ``summarize_fn`` raised (nothing changed).
         """
         imp, meta, ttl_us, deadline_us = _put_options(importance, pinned, metadata, ttl, expires_at)
-        entries = self._entries
-        next_key = self._next_key
-        if key is None:
-            auto = next_key
-            while auto in entries:
-                auto += 1
-            next_key = auto + 1
-            new_key: Any = auto
-            present = False
-        else:
+        if key is not None:
             _hashable(key)
-            new_key = key
-            present = key in entries
         now, now_us = self._now()
-        seq = self._next_seq
         if ttl_us is not None:
             deadline_us = now_us + float(round(ttl_us))
             expires_at = from_us(deadline_us)
-        entry = make_entry(
-            new_key, value, now, now, 0, pinned, imp, meta, None, False, expires_at, seq, None, now_us, now_us,
-            deadline_us,
-        )
-        order = self._order
-        if present:
-            if order is not None:
-                order = order.swap(entries[new_key], entry)
-            entries = entries.replace(new_key, entry)
-        else:
-            if len(entries) >= self.max_entries:
-                entries, order = self._make_room(entries, order, now, now_us)
-            entries = entries.add(new_key, entry)
-            if order is not None:
-                order = order.add(entry)
-        return self._version(entries, now, now_us, next_key, seq + 1, order)
+        return self._put_at(key, value, now, now_us, pinned, imp, meta, expires_at, deadline_us)
 
     def put_many(
         self,
@@ -512,9 +485,10 @@ class Memory(Generic[K, V]):
                 except TypeError:
                     raise TypeError(f"items[{i}]: key must be hashable, got {type(pair[0]).__name__}") from None
         now, now_us = self._now()
+        expires = expires_at
         if ttl_us is not None:
             deadline_us = now_us + float(round(ttl_us))
-        expires = None if deadline_us is None else from_us(deadline_us)
+            expires = from_us(deadline_us)
         entries = self._entries
         fresh: dict[Any, Entry[K, V]] = {}
         next_key, seq = self._next_key, self._next_seq
@@ -562,7 +536,7 @@ class Memory(Generic[K, V]):
         expires: datetime | None,
         deadline_us: float | None,
     ) -> Memory[K, V]:
-        """One put of :meth:`put_many`'s replay, with options already checked and time fixed."""
+        """One put, with its options already checked and the clock already read."""
         entries = self._entries
         next_key = self._next_key
         if key is None:
