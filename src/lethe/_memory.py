@@ -232,14 +232,12 @@ class Memory(Generic[K, V]):
         order = self._order
         if order is None:
             return iter(self._ranked(now, now_us)[0])
-        return (e for e, _ in order.ranked(self._score_fn(now, now_us), now_us, _always))
+        return (e for e, _ in order.ranked(self._score_fn(now, now_us), now_us, False))
 
     def _score_fn(self, now: datetime, now_us: float) -> Callable[[Entry[K, V]], float]:
         unclamped = self._scorer.unclamped
         return lambda e: unclamped(e, now, now_us)
 
-    def _live(self, now_us: float) -> Callable[[Entry[K, V]], bool]:
-        return lambda e: not _expired(e, now_us)
 
     def keys(self) -> KeysView[K]:
         """A set-like view of the keys (membership in O(log n); order unspecified).
@@ -332,7 +330,7 @@ class Memory(Generic[K, V]):
         now, now_us = self._now()
         order = self._order
         if order is not None:
-            ranked = order.ranked(self._score_fn(now, now_us), now_us, self._live(now_us))
+            ranked = order.ranked(self._score_fn(now, now_us), now_us, True)
             return [e for e, _ in islice(ranked, min(n, len(self._entries)))]
         live = [e for e in self._entries.to_list() if not _expired(e, now_us)]
         pinned = sorted((e for e in live if e.pinned), key=_SEQ, reverse=True)
@@ -1097,13 +1095,9 @@ def _rank(
             i += 1
             end += 1
         ranked[start - 1 : end] = sorted(ranked[start - 1 : end], key=_SEQ, reverse=True)
-    return pinned + ranked, [1.0] * len(pinned) + [
-        1.0 if v >= 1.0 else (v if v > 0.0 else 0.0) for v in ranked_values
-    ]
-
-
-def _always(entry: Entry[Any, Any]) -> bool:
-    return True
+    if ranked_values and (ranked_values[0] > 1.0 or not ranked_values[-1] > 0.0):  # sorted: the ends tell
+        ranked_values = [1.0 if v >= 1.0 else (v if v > 0.0 else 0.0) for v in ranked_values]
+    return pinned + ranked, [1.0] * len(pinned) + ranked_values
 
 
 def _expired(entry: Entry[Any, Any], now_us: float) -> bool:

@@ -129,11 +129,9 @@ class Order:
     def _c(self, now_us: float) -> float:
         return (now_us - self.origin_us) * self.rate_us
 
-    def ranked(self, value: ValueFn, now_us: float, live: Callable[[Entry[Any, Any]], bool]) -> Iterator[
-        tuple[Entry[Any, Any], float]
-    ]:
+    def ranked(self, value: ValueFn, now_us: float, skip_expired: bool) -> Iterator[tuple[Entry[Any, Any], float]]:
         """``(entry, score)`` in rank order, lazily: pinned first (latest put first), then
-        by rank value, equals latest put first.  Entries failing ``live`` are skipped."""
+        by rank value, equals latest put first; expired entries left out if ``skip_expired``."""
         c = self._c(now_us)
         slack = _slack(c)
         heap: list[tuple[float, int, Entry[Any, Any]]] = []
@@ -146,8 +144,9 @@ class Order:
                 while heap and -heap[0][0] > best_possible:
                     neg, _, done = heappop(heap)
                     yield done, clamp(-neg)
-            if live(entry):
-                heappush(heap, (-value(entry), -seq, entry))
+            if skip_expired and (deadline := entry.expires_us) is not None and now_us >= deadline:
+                continue
+            heappush(heap, (-value(entry), -seq, entry))
         while heap:
             neg, _, done = heappop(heap)
             yield done, clamp(-neg)

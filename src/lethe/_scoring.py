@@ -22,7 +22,7 @@ class Scorer:
     (a NaN, an infinity or a non-number raises ValueError naming the key).
     """
 
-    __slots__ = ("_checked", "_raw", "_rehearse", "fn", "is_builtin", "multiply", "rate_us")
+    __slots__ = ("_checked", "_raw", "_rehearse", "_values", "fn", "is_builtin", "multiply", "rate_us")
 
     fn: Any
     multiply: bool
@@ -31,6 +31,7 @@ class Scorer:
     _raw: Callable[[Entry[Any, Any], float], float] | None
     _checked: Callable[[Entry[Any, Any], datetime], Any] | None
     _rehearse: Callable[[Entry[Any, Any], datetime, float], Any] | None
+    _values: Callable[[list[Entry[Any, Any]], float], list[float]] | None
 
     def __init__(self, fn: Any) -> None:
         self.fn = fn
@@ -50,6 +51,8 @@ class Scorer:
             self._raw = None
             call = score if callable(score) else fn
             self._checked = call
+        # A built-in may score a whole list at once (importance and expiry included).
+        self._values = getattr(fn, "_values", None) if self._raw is not None and self.multiply else None
         rehearse_us = getattr(fn, "_rehearse", None) if self._raw is not None else None
         rehearse = getattr(fn, "rehearse", None)
         if rehearse_us is not None:
@@ -100,6 +103,9 @@ class Scorer:
 
     def many(self, entries: list[Entry[Any, Any]], now: datetime, now_us: float) -> list[float]:
         """Rank values (:meth:`unclamped`) of unpinned ``entries``, in order."""
+        values = self._values
+        if values is not None:
+            return values(entries, now_us)
         raw = self._raw
         if raw is None:
             unclamped = self.unclamped

@@ -66,6 +66,17 @@ class Exponential:
         raw: float = 0.5 ** (elapsed / self._half_life_us)
         return raw
 
+    def _values(self, entries: list[Entry[Any, Any]], now_us: float) -> list[float]:
+        # The memory's rank values (raw * importance, 0.0 once expired) in one comprehension:
+        # no call per entry, which is most of the cost of scoring everything.
+        h = self._half_life_us
+        return [
+            0.0
+            if (deadline := e.expires_us) is not None and now_us >= deadline
+            else (e.importance * 0.5 ** ((now_us - e.accessed_us) / h) if now_us > e.accessed_us else e.importance)
+            for e in entries
+        ]
+
     def time_until(self, entry: Entry[Any, Any], score: float) -> float | None:
         """Seconds after the last access at which the raw score falls to ``score``."""
         return self.half_life * math.log2(1.0 / score) if score > 0.0 else None
