@@ -8,6 +8,8 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from lethe import Entry, Memory
 from lethe.decay import ACTR, AccessWeighted, DecayFunction, Exponential, by_name, from_dict
@@ -237,3 +239,16 @@ def test_utc_and_other_zones_agree() -> None:
     fn = Exponential(half_life=60)
     tz = timezone(timedelta(hours=-7))
     assert fn.score(entry(), (START + timedelta(minutes=1)).astimezone(tz)) == pytest.approx(0.5)
+
+
+@given(st.floats(1e-3, 1e9), st.floats(0.1, 0.9))
+def test_actr_never_rehearsed_entry_scores_as_a_one_access_history(age: float, decay: float) -> None:
+    """The shortcut for fresh entries gives what the history formula gives for one access."""
+    from dataclasses import replace
+
+    t = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    fresh = Entry(key=1, value="v", inserted_at=t, last_accessed_at=t)
+    with_history = replace(fresh, decay_state=(fresh.inserted_us,))
+    fn = ACTR(decay=decay)
+    now = t + timedelta(seconds=age)
+    assert math.isclose(fn.score(fresh, now), fn.score(with_history, now), rel_tol=1e-12, abs_tol=1e-300)

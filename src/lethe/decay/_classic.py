@@ -254,12 +254,19 @@ class ACTR:
         return total
 
     def _raw(self, entry: Entry[Any, Any], now_us: float) -> float:
-        total = self._sum(entry, now_us)
-        if total == math.inf:
-            return 1.0
-        if total <= 0.0:
-            return 0.0
-        x = (self._tau - math.log(total)) / self.noise
+        if entry.access_count or entry.decay_state:
+            total = self._sum(entry, now_us)
+            if total == math.inf:
+                return 1.0
+            if total <= 0.0:
+                return 0.0
+            x = (self._tau - math.log(total)) / self.noise
+        else:
+            # Never rehearsed: one access, so ln(age ** -d) = -d ln(age), without the history walk.
+            age = (now_us - entry.inserted_us) * 1e-6
+            if age <= 0.0:
+                return 1.0
+            x = (self._tau + self.decay * math.log(age)) / self.noise
         if x > 700.0:
             return 0.0
         return 1.0 / (1.0 + math.exp(x))
