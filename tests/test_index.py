@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -204,3 +205,27 @@ def test_when_every_entry_is_clamped_the_least_important_goes_first_then_the_ear
     script = [("put", k, imp, False, None) for k, imp in (("a", 8.0), ("b", 2.0), ("c", 2.0), ("d", 4.0))]
     assert _victims([*script, ("put", "new", 8.0, False, None)], cap=4) == [["b"]]
     assert _victims([("put", "p", 1.0, True, None), *script, ("put", "new", 8.0, False, None)], cap=5) == [["b"]]
+
+
+@pytest.mark.parametrize("faded", [0, 3, 60])
+def test_evict_of_a_few_or_of_many_answers_as_a_scan(faded: int) -> None:
+    """A sweep that removes a few entries edits the index in place; one that removes many rebuilds it."""
+    clock = Clock()
+    log: list[tuple[str, Any]] = []
+    indexed, scanned = _twins(500, clock, log)
+    script: list[tuple[Any, ...]] = [("put", f"old{i}", 1.0, False, None) for i in range(faded)]
+    script += [("advance", 600.0)]
+    script += [("put", f"new{i}", 1.0 + (i % 3), i % 7 == 0, None) for i in range(200)]
+    script += [("put", f"mid{i}", 0.25, False, None) for i in range(4)]
+    for op in script:
+        if op[0] == "advance":
+            clock.t += timedelta(seconds=op[1])
+            continue
+        indexed, _ = _apply(indexed, op)
+        scanned, _ = _apply(scanned, op)
+    indexed, got = _apply(indexed, ("evict",))
+    scanned, want = _apply(scanned, ("evict",))
+    assert got == want
+    assert len(got) == faded
+    assert _observe(indexed) == _observe(scanned)
+    assert list(indexed) == list(scanned)

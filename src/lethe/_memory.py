@@ -727,6 +727,7 @@ class Memory(Generic[K, V]):
             candidates = order.below(max(summarize_below, evict_below), now_us)
         values = self._scorer.many(candidates, now, now_us)
         evicted: list[Entry[K, V]] = []
+        changed: list[tuple[Entry[K, V], Entry[K, V]]] = []
         # Lowest first (the reverse of rank order), so summaries run in the order entries fade.
         for i in sorted(range(len(candidates)), key=lambda i: (values[i], candidates[i].seq)):
             entry, s = candidates[i], clamp(values[i])
@@ -736,22 +737,46 @@ class Memory(Generic[K, V]):
             old = entry
             if (s < summarize_below or gone) and not entry.summarized:
                 entry = self._summarized(entry)
-                if not gone:
-                    entries = entries.replace(entry.key, entry)
-                    if order is not None:
-                        order = order.swap(old, entry)
             if gone:
-                entries = entries.delete(entry.key)
-                if order is not None:
-                    order = order.remove(old)
                 evicted.append(entry)
+                changed.append((old, entry))
+            elif entry is not old:
+                changed.append((old, entry))
         evicted.reverse()
         out = tuple(evicted)
         if out and self.on_evict is not None:
             self.on_evict(out)
-        if not out and entries is self._entries:
+        if not changed:
             return self, out
+        entries, order = self._rewritten(changed, {e.seq for e in out}, now_us)
         return self._version(entries, now, now_us, order=order), out
+
+    def _rewritten(
+        self, changed: list[tuple[Entry[K, V], Entry[K, V]]], gone: set[int], now_us: float
+    ) -> tuple[PersistentMap[K, Entry[K, V]], Order | None]:
+        """The map and index with each ``(old, new)`` applied: ``new`` replaces ``old``, or
+        removes it when its seq is in ``gone``.  Many changes rebuild both in bulk."""
+        entries, order = self._entries, self._order
+        if 8 * len(changed) > len(entries):
+            kept = {e.key: e for e in entries.values()}
+            for old, new in changed:
+                if old.seq in gone:
+                    del kept[old.key]
+                else:
+                    kept[old.key] = new
+            if order is not None:
+                order = order.rebuilt(kept.values(), order.origin_for(now_us))
+            return EMPTY.update(kept), order
+        for old, new in changed:
+            if old.seq in gone:
+                entries = entries.delete(old.key)
+                if order is not None:
+                    order = order.remove(old)
+            else:
+                entries = entries.replace(old.key, new)
+                if order is not None:
+                    order = order.swap(old, new)
+        return entries, order
 
     # -- forecasts --------------------------------------------------------
 
