@@ -517,9 +517,7 @@ class Memory(Generic[K, V]):
                 for entry in fresh.values():
                     order = order.add(entry)
             else:
-                gone = {e.seq for e in replaced}
-                kept = [e for e in order.entries() if e.seq not in gone]
-                order = order.rebuilt([*kept, *fresh.values()], order.origin_for(now_us))
+                order = order.edited({e.seq for e in replaced}, {}, list(fresh.values()))
         return self._version(entries.update(fresh), now, now_us, next_key, seq, order)
 
     def _put_at(
@@ -748,11 +746,11 @@ class Memory(Generic[K, V]):
             self.on_evict(out)
         if not changed:
             return self, out
-        entries, order = self._rewritten(changed, {e.seq for e in out}, now_us)
+        entries, order = self._rewritten(changed, {e.seq for e in out})
         return self._version(entries, now, now_us, order=order), out
 
     def _rewritten(
-        self, changed: list[tuple[Entry[K, V], Entry[K, V]]], gone: set[int], now_us: float
+        self, changed: list[tuple[Entry[K, V], Entry[K, V]]], gone: set[int]
     ) -> tuple[PersistentMap[K, Entry[K, V]], Order | None]:
         """The map and index with each ``(old, new)`` applied: ``new`` replaces ``old``, or
         removes it when its seq is in ``gone``.  Many changes rebuild both in bulk."""
@@ -765,7 +763,7 @@ class Memory(Generic[K, V]):
                 else:
                     kept[old.key] = new
             if order is not None:
-                order = order.rebuilt(kept.values(), order.origin_for(now_us))
+                order = order.edited(gone, {old.seq: new for old, new in changed if old.seq not in gone}, [])
             return EMPTY.update(kept), order
         for old, new in changed:
             if old.seq in gone:

@@ -115,10 +115,39 @@ class Order:
         new.deadlines = Tree(timed)
         return new
 
-    def origin_for(self, now_us: float) -> float:
-        """The origin a rebuild at ``now_us`` keeps: the current one while keys stay precise."""
-        origin = self.origin_us
-        return origin if (now_us - origin) * self.rate_us <= _REBASE else now_us
+    def edited(
+        self, gone: set[int], replaced: dict[int, Entry[Any, Any]], added: list[Entry[Any, Any]]
+    ) -> Order:
+        """The index without the entries whose seq is in ``gone``, with ``replaced`` entries
+        (same key, same seq) swapped in and ``added`` ones inserted: O(n + m log m), in bulk.
+
+        The surviving items keep their place, so only the changes cost allocations.
+        """
+        latest = max((e.accessed_us for e in added), default=-_INF)
+        if not (latest - self.origin_us) * self.rate_us <= _REBASE and added:
+            kept = [e for e in self.entries() if e.seq not in gone]
+            return self.rebuilt([replaced.get(e.seq, e) for e in kept] + added, latest)
+
+        def survivors(tree: Tree) -> list[tuple[Any, ...]]:
+            if not replaced:
+                return [item for item in tree.to_list() if item[1] not in gone]
+            return [
+                item if (seq := item[1]) not in replaced else (item[0], seq, replaced[seq])
+                for item in tree.to_list()
+                if item[1] not in gone
+            ]
+
+        key = self.key
+        keys = survivors(self.keys)
+        deadlines = survivors(self.deadlines)
+        if added:
+            keys += sorted((key(e), e.seq, e) for e in added)
+            keys.sort()  # two sorted runs: merged in linear time
+            timed = sorted((e.expires_us, e.seq, e) for e in added if e.expires_us is not None and not e.pinned)
+            if timed:
+                deadlines += timed
+                deadlines.sort()
+        return self._with(Tree(keys), Tree(deadlines), self.origin_us)
 
     def entries(self) -> Iterator[Entry[Any, Any]]:
         """Every entry, in no particular order."""
