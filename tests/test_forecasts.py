@@ -216,3 +216,24 @@ class TestArguments:
     def test_missing_key(self, make: Any) -> None:
         with pytest.raises(KeyError):
             make().time_until("nope", 0.5)
+
+
+def test_a_bisected_crossing_past_year_2255_returns() -> None:
+    """Regression: beyond 2**53 µs floats are 2+ µs apart and the bisection used to loop forever."""
+    import threading
+
+    crossing = START + timedelta(days=365 * 300)
+
+    def cliff(entry: Entry[Any, Any], now: datetime) -> float:
+        return 1.0 if now < crossing else 0.0
+
+    mem: Memory[Any, Any] = Memory(decay_fn=cliff, clock_fn=lambda: START).put("v", key="k")
+    answers: list[Any] = []
+    worker = threading.Thread(target=lambda: answers.append((mem.time_until("k", 0.5), mem.next_eviction())), daemon=True)
+    worker.start()
+    worker.join(timeout=30)
+    assert not worker.is_alive(), "time_until did not return"
+    until, moment = answers[0]
+    assert abs(until - (crossing - START)) <= timedelta(microseconds=8)  # the float grid there is 4 µs
+    assert moment is not None
+    assert abs(moment - crossing) <= timedelta(microseconds=8)

@@ -825,6 +825,8 @@ class Memory(Generic[K, V]):
             high = min(now_us + step, horizon)
         while high - low > 1.0:
             mid = math.floor((low + high) / 2)
+            if not low < mid < high:
+                break  # past 2**53 µs (year 2255) floats are coarser than a microsecond
             if below(mid):
                 high = mid
             else:
