@@ -229,7 +229,10 @@ def test_a_bisected_crossing_past_year_2255_returns() -> None:
 
     mem: Memory[Any, Any] = Memory(decay_fn=cliff, clock_fn=lambda: START).put("v", key="k")
     answers: list[Any] = []
-    worker = threading.Thread(target=lambda: answers.append((mem.time_until("k", 0.5), mem.next_eviction())), daemon=True)
+    def ask() -> None:
+        answers.append((mem.time_until("k", 0.5), mem.next_eviction()))
+
+    worker = threading.Thread(target=ask, daemon=True)
     worker.start()
     worker.join(timeout=30)
     assert not worker.is_alive(), "time_until did not return"
