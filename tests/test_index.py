@@ -229,3 +229,34 @@ def test_evict_of_a_few_or_of_many_answers_as_a_scan(faded: int) -> None:
     assert len(got) == faded
     assert _observe(indexed) == _observe(scanned)
     assert list(indexed) == list(scanned)
+
+
+def test_a_subclass_that_changes_the_score_is_not_indexed_by_its_base_rate() -> None:
+    """Inheriting ``decay_rate`` is no promise about an overridden ``score``: rank by the scores."""
+
+    class Backwards(Exponential):
+        def score(self, entry: Entry[Any, Any], now: datetime) -> float:
+            return 1.0 - super().score(entry, now)  # older is better
+
+    clock = Clock()
+    mem: Memory[Any, Any] = Memory(decay_fn=Backwards(60.0), clock_fn=clock, max_entries=2)
+    mem = mem.put("a", key="old")
+    clock.t += timedelta(seconds=60)
+    mem = mem.put("b", key="new")
+    clock.t += timedelta(seconds=60)
+    assert [e.key for e in mem.top(2)] == ["old", "new"]
+    assert [e.key for e in mem] == ["old", "new"]
+    mem = mem.put("c", key="newest")  # at capacity: the lowest score goes, which is the newest-but-one
+    assert sorted(e.key for e in mem) == ["newest", "old"]
+
+    class Faster(Exponential):
+        @property
+        def decay_rate(self) -> float:
+            return 2 * super().decay_rate
+
+        def score(self, entry: Entry[Any, Any], now: datetime) -> float:
+            s = super().score(entry, now)
+            return s * s
+
+    indexed: Memory[Any, Any] = Memory(decay_fn=Faster(60.0), clock_fn=clock)
+    assert indexed._order is not None  # it declared the rate of the score it has

@@ -42,7 +42,8 @@ class Scorer:
         rate = getattr(fn, "decay_rate", None)
         # One rate for every entry: the ranking never changes, so the memory can index it.
         self.rate_us = None
-        if isinstance(rate, (int, float)) and not isinstance(rate, bool) and 0.0 < rate < _INF and self.multiply:
+        declared = self.multiply and _rate_covers_score(fn)
+        if declared and isinstance(rate, (int, float)) and not isinstance(rate, bool) and 0.0 < rate < _INF:
             self.rate_us = float(rate) / 1e6
         if fast is not None and self.is_builtin:
             self._raw = fast
@@ -129,6 +130,18 @@ class Scorer:
         values = self.many(unpinned, now, now_us)
         best = min(range(len(unpinned)), key=lambda i: (values[i], unpinned[i].seq))
         return unpinned[best]
+
+
+def _rate_covers_score(fn: object) -> bool:
+    """Whether ``fn``'s ``decay_rate`` was declared for the ``score`` it actually has.
+
+    A subclass that overrides ``score`` but inherits ``decay_rate`` from its
+    base has not promised that its scores follow that rate: it is not indexed.
+    """
+    mro = type(fn).__mro__
+    rate_owner = next((c for c in mro if "decay_rate" in vars(c)), None)
+    score_owner = next((c for c in mro if "score" in vars(c) or "__call__" in vars(c)), None)
+    return rate_owner is None or score_owner is None or issubclass(rate_owner, score_owner)
 
 
 def clamp(value: float) -> float:
