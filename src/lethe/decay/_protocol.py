@@ -37,7 +37,9 @@ class DecayFunction(Protocol):
         Declares that ``score(entry, now) == exp(-decay_rate * seconds since
         entry.last_accessed_at)`` for every entry: one rate for all entries,
         so the ranking of entries never changes with time.  The memory then
-        keeps an index on that ranking (see the performance guide).
+        keeps an index on that ranking (see the performance guide).  A
+        subclass that overrides ``score`` must declare ``decay_rate`` again
+        to keep the index; an inherited one is not taken as a promise.
     ``to_dict() -> dict``
         JSON-ready name and parameters, for :meth:`~lethe.Memory.to_dict`.
     ``time_until(entry, score) -> float | None``
