@@ -496,8 +496,7 @@ class Memory(Generic[K, V]):
                     next_key += 1
                 key = next_key
                 next_key += 1
-            fresh.pop(key, None)  # a repeated key: the later put replaces it (and takes the later seq)
-            fresh[key] = make_entry(
+            fresh[key] = make_entry(  # a repeated key: the later put replaces it (with the later seq)
                 key, value, now, now, 0, pinned, imp, meta, None, False, expires, seq, None, now_us, now_us,
                 deadline_us,
             )
