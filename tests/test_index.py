@@ -260,3 +260,17 @@ def test_a_subclass_that_changes_the_score_is_not_indexed_by_its_base_rate() -> 
 
     indexed: Memory[Any, Any] = Memory(decay_fn=Faster(60.0), clock_fn=clock)
     assert indexed._order is not None  # it declared the rate of the score it has
+
+
+def test_of_entries_put_at_one_instant_the_earliest_put_is_evicted_first() -> None:
+    clock = Clock()
+    mem: Memory[Any, Any] = Memory(max_entries=4, half_life=60.0, clock_fn=clock)
+    mem = mem.put(0, key="pinned", pinned=True)
+    mem = mem.put_many([("a", 1), ("b", 2)])  # equal scores for ever after
+    clock.t += timedelta(seconds=10)
+    mem = mem.put(3, key="c")
+    clock.t += timedelta(seconds=10)
+    mem = mem.put(4, key="d")
+    assert sorted(mem.keys()) == ["b", "c", "d", "pinned"]
+    mem = mem.put(5, key="e")
+    assert sorted(mem.keys()) == ["c", "d", "e", "pinned"]
