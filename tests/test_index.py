@@ -74,8 +74,12 @@ ops = st.one_of(
     st.tuples(st.just("pin"), keys),
     st.tuples(st.just("unpin"), keys),
     st.tuples(st.just("delete"), keys),
-    st.tuples(st.just("evict"),),
-    st.tuples(st.just("summarize"),),
+    st.tuples(
+        st.just("evict"),
+    ),
+    st.tuples(
+        st.just("summarize"),
+    ),
     st.tuples(st.just("advance"), steps),
 )
 
@@ -227,6 +231,8 @@ def test_evict_of_a_few_or_of_many_answers_as_a_scan(faded: int) -> None:
     scanned, want = _apply(scanned, ("evict",))
     assert got == want
     assert len(got) == faded
+    assert len(indexed) == 204  # the 200 new and 4 fading entries stay
+    assert not any(key in indexed for key, _ in got)
     assert _observe(indexed) == _observe(scanned)
     assert list(indexed) == list(scanned)
 
@@ -274,3 +280,61 @@ def test_of_entries_put_at_one_instant_the_earliest_put_is_evicted_first() -> No
     assert sorted(mem.keys()) == ["b", "c", "d", "pinned"]
     mem = mem.put(5, key="e")
     assert sorted(mem.keys()) == ["c", "d", "e", "pinned"]
+
+
+def test_top_walks_past_an_expired_entry_that_ranked_first() -> None:
+    clock = Clock()
+    mem: Memory[Any, Any] = Memory(half_life=60.0, clock_fn=clock)
+    mem = mem.put("x", key="x").put("e", key="e", importance=4.0, ttl=5).put("y", key="y", importance=0.5)
+    clock.t += timedelta(seconds=10)
+    assert [e.key for e in mem.top(3)] == ["x", "y"]
+    assert [e.key for e in mem] == ["x", "y", "e"]
+
+
+def test_evict_then_an_earlier_clock_keeps_the_later_time() -> None:
+    clock = Clock()
+    mem: Memory[Any, Any] = Memory(half_life=60.0, clock_fn=clock).put("a", key="a").put("b", key="b", importance=0.01)
+    clock.t += timedelta(seconds=60)
+    mem, gone = mem.evict()
+    assert [e.key for e in gone] == ["b"]
+    clock.t -= timedelta(seconds=60)  # the clock steps back
+    assert mem.score("a") == 0.5
+
+
+def test_an_entry_exactly_at_the_summarize_threshold_is_not_summarized() -> None:
+    clock = Clock()
+    mem: Memory[Any, Any] = Memory(
+        half_life=60.0, clock_fn=clock, summarize_fn=lambda e: "s", summarize_threshold=0.5, eviction_threshold=0.1
+    )
+    mem = mem.put("a", key="a").put("b", key="b", importance=0.99)
+    clock.t += timedelta(seconds=60)  # a scores exactly 0.5, b just below
+    mem, _ = mem.evict()
+    assert mem.peek("a").summary is None
+    assert mem.peek("b").summary == "s"
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda m: m.top("3"), TypeError, "n must be an int, got str"),
+        (lambda m: m.top(-1), ValueError, "n must be >= 0, got -1"),
+        (lambda m: m.pin("k").put("v", key="other"), Exception, "every entry is pinned; unpin or delete one first"),
+    ],
+)
+def test_messages(call: Any, error: type[Exception], message: str) -> None:
+    mem: Memory[Any, Any] = Memory(max_entries=1, clock_fn=Clock()).put("v", key="k")
+    with pytest.raises(error, match=message):
+        call(mem)
+
+
+def test_consolidate_keeps_the_seq_of_the_entry_a_custom_merge_replaces() -> None:
+    clock = Clock()
+    mem: Memory[Any, Any] = Memory(clock_fn=clock).put("same text", key="a").put("same text", key="b")
+    seq_of_a = mem.peek("a").seq
+
+    def merge(group: tuple[Entry[Any, Any], ...]) -> Entry[Any, Any]:
+        return Entry(key="a", value="merged", inserted_at=T0, last_accessed_at=T0, seq=999)
+
+    merged, _ = mem.consolidate(merge=merge)
+    assert merged.peek("a").seq == seq_of_a
+    assert merged.put("next", key="c").peek("c").seq == 2

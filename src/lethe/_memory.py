@@ -232,7 +232,7 @@ class Memory(Generic[K, V]):
         order = self._order
         if order is None:
             return iter(self._ranked(now, now_us)[0])
-        return (e for e, _ in order.ranked(self._score_fn(now, now_us), now_us, False))
+        return order.ranked(self._score_fn(now, now_us), now_us, False)
 
     def _score_fn(self, now: datetime, now_us: float) -> Callable[[Entry[K, V]], float]:
         unclamped = self._scorer.unclamped
@@ -331,7 +331,7 @@ class Memory(Generic[K, V]):
         order = self._order
         if order is not None:
             ranked = order.ranked(self._score_fn(now, now_us), now_us, True)
-            return [e for e, _ in islice(ranked, min(n, len(self._entries)))]
+            return list(islice(ranked, min(n, len(self._entries))))
         live = [e for e in self._entries.to_list() if not _expired(e, now_us)]
         pinned = sorted((e for e in live if e.pinned), key=_SEQ, reverse=True)
         if len(pinned) >= n:

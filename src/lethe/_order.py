@@ -27,7 +27,6 @@ from typing import Any
 
 from lethe._btree import Tree
 from lethe._entry import Entry
-from lethe._scoring import clamp
 
 _INF = math.inf
 _LOWEST = (-_INF, -1)
@@ -158,27 +157,25 @@ class Order:
     def _c(self, now_us: float) -> float:
         return (now_us - self.origin_us) * self.rate_us
 
-    def ranked(self, value: ValueFn, now_us: float, skip_expired: bool) -> Iterator[tuple[Entry[Any, Any], float]]:
-        """``(entry, score)`` in rank order, lazily: pinned first (latest put first), then
+    def ranked(self, value: ValueFn, now_us: float, skip_expired: bool) -> Iterator[Entry[Any, Any]]:
+        """Entries in rank order, lazily: pinned first (latest put first), then
         by rank value, equals latest put first; expired entries left out if ``skip_expired``."""
         c = self._c(now_us)
         slack = _slack(c)
         heap: list[tuple[float, int, Entry[Any, Any]]] = []
         for k, seq, entry in self.keys.descending():
             if k == _INF:
-                yield entry, 1.0
+                yield entry
                 continue
             if heap:
                 best_possible = _exp(k - c + slack)  # no entry from here on ranks higher
                 while heap and -heap[0][0] > best_possible:
-                    neg, _, done = heappop(heap)
-                    yield done, clamp(-neg)
+                    yield heappop(heap)[2]
             if skip_expired and (deadline := entry.expires_us) is not None and now_us >= deadline:
                 continue
             heappush(heap, (-value(entry), -seq, entry))
         while heap:
-            neg, _, done = heappop(heap)
-            yield done, clamp(-neg)
+            yield heappop(heap)[2]
 
     def lowest(self, value: ValueFn, now_us: float) -> Entry[Any, Any] | None:
         """The unpinned entry ranking last (lowest rank value, then earliest put); None if all are pinned."""
