@@ -37,6 +37,7 @@ def _model_ops(ops: list[tuple[bool, float]], every: int = 1) -> None:
                 expected = min(inside, key=lambda i: i[1]) if inside else None
                 assert t.earliest((lo, -1), (bound, -1)) == expected
             assert list(t.ascending_from((bound, -1))) == [i for i in m if i[0] >= bound]
+            assert t.at_least((bound, -1)) == [i for i in m if i[0] >= bound]
 
 
 @given(st.lists(st.tuples(st.booleans(), st.floats(-1, 1, allow_nan=False)), max_size=300))

@@ -59,6 +59,12 @@ def _memory(clock: Clock, fn: CountingExponential, **kwargs: Any) -> Memory[Any,
     return mem.put_many([(N + i, f"w{i}") for i in range(5)], importance=0.5)
 
 
+def _refill(mem: Memory[Any, Any]) -> Memory[Any, Any]:
+    for i in range(N):  # one instant, distinct importances: no ties
+        mem = mem.put(i, key=i, importance=(i + 1) / N)
+    return mem
+
+
 WRITES: dict[str, Callable[[Memory[Any, Any]], Memory[Any, Any]]] = {
     "put": lambda m: m.put("x", key="new"),
     "put_many": lambda m: m.put_many([("a", 1), ("b", 2)]),
@@ -69,13 +75,14 @@ WRITES: dict[str, Callable[[Memory[Any, Any]], Memory[Any, Any]]] = {
     "pin": lambda m: m.pin(8),
     "unpin": lambda m: m.pin(9).unpin(9),
     "delete": lambda m: m.delete(10),
-    "clear": lambda m: m.clear().put("only", key="only"),
+    "clear": lambda m: _refill(m.clear()),
+    "put_many_replace": lambda m: m.put_many([(5, "again"), (6, "again")]),
     "summarize": lambda m: m.__replace__(summarize_threshold=0.9).summarize(),
     "evict": lambda m: m.__replace__(eviction_threshold=0.6, summarize_threshold=0.6).evict()[0],
     "evict_few": lambda m: m.__replace__(eviction_threshold=0.45, summarize_threshold=0.45).evict()[0],
     "consolidate": lambda m: m.put("same words here", key="d1").put("same words here", key="d2").consolidate()[0],
-    "replace": lambda m: copy.replace(m, max_entries=N + 20) if hasattr(copy, "replace") else m.__replace__(
-        max_entries=N + 20
+    "replace": lambda m: (
+        copy.replace(m, max_entries=N + 20) if hasattr(copy, "replace") else m.__replace__(max_entries=N + 20)
     ),
     "pickle": lambda m: pickle.loads(pickle.dumps(m)),
     "from_dict": lambda m: Memory.from_dict(m.to_dict(), decay_fn=m.decay_fn, clock_fn=m.clock_fn),
@@ -126,6 +133,7 @@ def test_put_many_defaults_and_deadlines() -> None:
     assert mem.peek("b").expires_at == T0 + timedelta(seconds=60)
     clock.t += timedelta(seconds=61)
     assert [e.key for e in mem.active()] == ["a"]
+    assert [e.key for e in mem.__replace__(max_entries=5).evict()[1]] == ["b"]
     # Overflowing puts are replayed one by one, deadlines included.
     mem = mem.put_many([("c", 3), ("d", 4)], ttl=10)
     assert sorted(mem.keys()) == ["a", "c", "d"]
@@ -145,7 +153,7 @@ def test_put_many_then_an_earlier_clock_keeps_time_from_running_back() -> None:
 
 @pytest.mark.parametrize(
     ("items", "message"),
-    [([("k", "v"), "pair?"], "got str"), ([(["k"], "v")], "got list")],
+    [([("k", "v"), "pair?"], "got str"), ([(["k"], "v")], "got list"), ([(["k"], None)], "key must be hashable")],
 )
 def test_put_many_error_messages_name_the_type(items: list[Any], message: str) -> None:
     with pytest.raises(TypeError, match=message):
@@ -161,3 +169,37 @@ def test_copy_replace_with_a_custom_function_whose_name_is_not_a_string() -> Non
     changed = mem.__replace__(half_life=120)
     assert changed.decay_fn is fn
     assert changed.half_life == 120.0
+
+
+def test_put_many_deadline_given_as_a_moment_expires() -> None:
+    clock = Clock()
+    mem: Memory[Any, Any] = Memory(clock_fn=clock).put_many([("a", 1)], expires_at=T0 + timedelta(minutes=5))
+    clock.t += timedelta(minutes=5)
+    assert mem.active() == []
+    assert [e.key for e in mem.evict()[1]] == ["a"]
+
+
+def test_put_many_replacing_a_few_keys_of_a_large_memory() -> None:
+    clock = Clock()
+    mem: Memory[Any, Any] = Memory(clock_fn=clock, half_life=60.0)
+    for i in range(40):
+        mem = mem.put(i, key=i)
+        clock.t += timedelta(seconds=1)
+    bulk = mem.put_many([(3, "again")])
+    chained = mem.put("again", key=3)
+    assert bulk.to_dict() == chained.to_dict()
+    assert [e.key for e in bulk.top(2)] == [3, 39]
+
+
+def test_a_custom_merge_from_the_future_moves_the_memory_s_time_on() -> None:
+    clock = Clock()
+    mem: Memory[Any, Any] = Memory(clock_fn=clock, half_life=60.0).put("same", key="a").put("same", key="b")
+    later = T0 + timedelta(minutes=1)
+
+    def merge(group: tuple[Entry[Any, Any], ...]) -> Entry[Any, Any]:
+        return Entry(key="a", value="merged", inserted_at=T0, last_accessed_at=later)
+
+    merged, groups = mem.consolidate(merge=merge)
+    assert len(groups) == 1
+    assert merged.score("a") == 1.0
+    assert merged.put("x", key="x").peek("x").last_accessed_at == later  # time never runs behind an entry
