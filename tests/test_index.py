@@ -179,8 +179,10 @@ def test_clamped_entries_rank_by_how_far_above_one_they_are() -> None:
         assert mem.score("big") == 1.0
 
 
-def _victims(script: list[tuple[Any, ...]], cap: int) -> list[Any]:
-    """Run ``script`` on both twins; return what each evicted at capacity (they must agree)."""
+def _replay(
+    script: list[tuple[Any, ...]], cap: int
+) -> tuple[Memory[Any, Any], Memory[Any, Any], list[tuple[str, Any]]]:
+    """Run ``script`` on both twins: ``(indexed, scanned, hook log)``."""
     clock = Clock()
     log: list[tuple[str, Any]] = []
     indexed, scanned = _twins(cap, clock, log)
@@ -190,6 +192,12 @@ def _victims(script: list[tuple[Any, ...]], cap: int) -> list[Any]:
             continue
         indexed, _ = _apply(indexed, op)
         scanned, _ = _apply(scanned, op)
+    return indexed, scanned, log
+
+
+def _victims(script: list[tuple[Any, ...]], cap: int) -> list[Any]:
+    """Run ``script`` on both twins; return what each evicted at capacity (they must agree)."""
+    _, _, log = _replay(script, cap)
     got = [k for tag, k in log if tag == "indexed"]
     assert got == [k for tag, k in log if tag == "scanned"]
     return got
@@ -214,19 +222,11 @@ def test_when_every_entry_is_clamped_the_least_important_goes_first_then_the_ear
 @pytest.mark.parametrize("faded", [0, 3, 60])
 def test_evict_of_a_few_or_of_many_answers_as_a_scan(faded: int) -> None:
     """A sweep that removes a few entries edits the index in place; one that removes many rebuilds it."""
-    clock = Clock()
-    log: list[tuple[str, Any]] = []
-    indexed, scanned = _twins(500, clock, log)
     script: list[tuple[Any, ...]] = [("put", f"old{i}", 1.0, False, None) for i in range(faded)]
     script += [("advance", 600.0)]
     script += [("put", f"new{i}", 1.0 + (i % 3), i % 7 == 0, None) for i in range(200)]
     script += [("put", f"mid{i}", 0.25, False, None) for i in range(4)]
-    for op in script:
-        if op[0] == "advance":
-            clock.t += timedelta(seconds=op[1])
-            continue
-        indexed, _ = _apply(indexed, op)
-        scanned, _ = _apply(scanned, op)
+    indexed, scanned, _ = _replay(script, 500)
     indexed, got = _apply(indexed, ("evict",))
     scanned, want = _apply(scanned, ("evict",))
     assert got == want

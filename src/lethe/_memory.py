@@ -434,9 +434,7 @@ class Memory(Generic[K, V]):
         if key is not None:
             _hashable(key)
         now, now_us = self._now()
-        if ttl_us is not None:
-            deadline_us = now_us + float(round(ttl_us))
-            expires_at = from_us(deadline_us)
+        expires_at, deadline_us = _deadline(now_us, ttl_us, expires_at, deadline_us)
         return self._put_at(key, value, now, now_us, pinned, imp, meta, expires_at, deadline_us)
 
     def put_many(
@@ -483,10 +481,7 @@ class Memory(Generic[K, V]):
                 except TypeError:
                     raise TypeError(f"items[{i}]: key must be hashable, got {type(pair[0]).__name__}") from None
         now, now_us = self._now()
-        expires = expires_at
-        if ttl_us is not None:
-            deadline_us = now_us + float(round(ttl_us))
-            expires = from_us(deadline_us)
+        expires, deadline_us = _deadline(now_us, ttl_us, expires_at, deadline_us)
         entries = self._entries
         fresh: dict[Any, Entry[K, V]] = {}
         next_key, seq = self._next_key, self._next_seq
@@ -1097,6 +1092,16 @@ def _put_options(
     ttl_us = None if ttl is None else seconds(ttl, "ttl") * 1e6
     deadline_us = None if expires_at is None else to_us(expires_at, "expires_at")
     return imp, meta, ttl_us, deadline_us
+
+
+def _deadline(
+    now_us: float, ttl_us: float | None, expires_at: datetime | None, deadline_us: float | None
+) -> tuple[datetime | None, float | None]:
+    """An entry's ``(expires_at, expires_us)`` put at ``now_us``: a ``ttl`` counts from now."""
+    if ttl_us is None:
+        return expires_at, deadline_us
+    deadline_us = now_us + float(round(ttl_us))
+    return from_us(deadline_us), deadline_us
 
 
 def _rank(
