@@ -116,7 +116,8 @@ class Entry(Generic[K, V]):
     access_count: int = 0
     pinned: bool = False
     importance: float = 1.0
-    metadata: Mapping[str, Any] = EMPTY_METADATA
+    # A factory, not a default: Python 3.10's dataclasses refuse any dict (subclass) default.
+    metadata: Mapping[str, Any] = field(default_factory=lambda: EMPTY_METADATA)
     summary: Any = None
     summarized: bool = False
     expires_at: datetime | None = None
