@@ -122,7 +122,7 @@ class TestEquality:
 class TestPickle:
     def test_round_trip_is_equal_and_keeps_history(self, make: Any, clock: Clock) -> None:
         mem = make(max_entries=9, half_life=120, eviction_threshold=0.1, summarize_threshold=0.2)
-        mem = mem.put("a").put("b", key="b", importance=0.5, metadata={"m": 1}).put("c", ttl=3600).delete(0)
+        mem = mem.put("a").put("b", key="b", importance=0.5, metadata={"m": 1}).put("c", ttl=7200).delete(0)
         clock.tick()
         mem, _ = mem.get("b")
         mem = mem.pin(1)

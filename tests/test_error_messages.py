@@ -145,7 +145,7 @@ class TestEntry:
             self.make(**{field: 12.5})
 
     def test_access_count(self) -> None:
-        with pytest.raises(ValueError, match=exactly("access_count must be an int >= 0, got -1")):
+        with pytest.raises(ValueError, match=exactly("access_count must be an int from 0 to 2**53, got -1")):
             self.make(access_count=-1)
 
     def test_metadata_is_read_only(self) -> None:

@@ -204,9 +204,12 @@ def _victims(script: list[tuple[Any, ...]], cap: int) -> list[Any]:
 
 
 def test_every_zero_score_ties_and_the_earliest_put_goes_first() -> None:
-    """Importance 0, an expired deadline and underflow all score 0.0: put order decides."""
+    """Importance 0 and underflow score 0.0: put order decides.  An expired entry is gone
+    before capacity counts: the write removes it first, whatever its put order."""
     zero_first = [("put", "zero", 0.0, False, None), ("put", "ttl", 1.0, False, 30.0), ("advance", 60.0)]
-    assert _victims([*zero_first, ("put", "new", 1.0, False, None)], cap=2) == [["zero"]]
+    assert _victims([*zero_first, ("put", "new", 1.0, False, None)], cap=2) == [["ttl"]]
+    zeros = [("put", "z1", 0.0, False, None), ("put", "z2", 0.0, False, None), ("advance", 60.0)]
+    assert _victims([*zeros, ("put", "new", 1.0, False, None)], cap=2) == [["z1"]]
     ttl_first = [("put", "ttl", 1.0, False, 30.0), ("put", "zero", 0.0, False, None), ("advance", 60.0)]
     assert _victims([*ttl_first, ("put", "new", 1.0, False, None)], cap=2) == [["ttl"]]
     faded = [("put", "a", 4.0, False, None), ("put", "b", 1.0, False, None), ("advance", 86_400.0 * 60)]
@@ -288,7 +291,7 @@ def test_top_walks_past_an_expired_entry_that_ranked_first() -> None:
     mem = mem.put("x", key="x").put("e", key="e", importance=4.0, ttl=5).put("y", key="y", importance=0.5)
     clock.t += timedelta(seconds=10)
     assert [e.key for e in mem.top(3)] == ["x", "y"]
-    assert [e.key for e in mem] == ["x", "y", "e"]
+    assert [e.key for e in mem] == ["x", "y"]  # expired: gone for every read
 
 
 def test_evict_then_an_earlier_clock_keeps_the_later_time() -> None:

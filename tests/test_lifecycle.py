@@ -25,11 +25,14 @@ class TestTTL:
             assert mem.peek("s").expires_at == clock.now + timedelta(seconds=60)
             assert mem.score("s") == 1.0
             clock.tick(61)
-            assert mem.score("s") == 0.0
+            assert "s" not in mem
+            with pytest.raises(KeyError):
+                mem.score("s")
             assert [e.key for e in mem.active()] == ["l"]
             assert [e.key for e in mem.top(5)] == ["l"]
             assert mem.above(0.0) == [mem.peek("l")]
-            assert [e.key for e in mem][-1] == "s"
+            assert [e.key for e in mem] == ["l"]
+            assert len(mem) == 1
             new, evicted = mem.evict()
             assert [e.key for e in evicted] == ["s"]
             assert reported == [evicted]
@@ -66,7 +69,9 @@ class TestTTL:
         clock.tick(10)
         assert mem.score("x") == 1.0
         assert mem.evict()[1] == ()
-        assert mem.unpin("x").score("x") == 0.0
+        unpinned = mem.unpin("x")
+        assert "x" not in unpinned  # its deadline runs again, and it has passed
+        assert [e.key for e in unpinned.evict()[1]] == ["x"]
 
     def test_deadline_round_trips(self, clock: Clock) -> None:
         mem: Memory[Any, Any] = Memory(clock_fn=clock).put("x", key="x", ttl=30)

@@ -23,9 +23,11 @@ class TestDeadlineInstant:
         assert mem.score("k") > 0.9
         assert mem.stats().mean_score == mem.score("k")
         clock.now = START + timedelta(seconds=60)
-        assert mem.score("k") == 0.0
-        assert mem.stats().mean_score == 0.0
-        assert mem.stats().active == 0
+        assert "k" not in mem  # from its deadline on, gone for every read
+        with pytest.raises(KeyError):
+            mem.score("k")
+        assert mem.stats().size == mem.stats().active == 0
+        assert mem.stats().mean_score is None
 
     def test_summarize_sees_the_deadline_at_its_instant(self, make: Any, clock: Clock) -> None:
         mem = make(summarize_fn=lambda e: "gist", half_life=timedelta(days=1))
@@ -33,7 +35,9 @@ class TestDeadlineInstant:
         clock.now = START + HOUR - US
         assert mem.summarize() is mem
         clock.now = START + HOUR
-        assert mem.summarize().peek("k").summary == "gist"
+        summarized = mem.summarize()  # a write: the expired entry is summarized and removed
+        assert [(e.key, e.summary) for e in summarized.evicted] == [("k", "gist")]
+        assert "k" not in summarized
 
 
 class TestCustomFunctions:
@@ -67,7 +71,8 @@ class TestCustomFunctions:
         assert seen
         assert all(t == START + timedelta(seconds=30) for t in seen)
         clock.tick(30)
-        assert mem.stats().mean_score == pytest.approx(0.05)
+        assert mem.stats().mean_score == pytest.approx(0.1)  # "b" expired: no longer counted
+        assert mem.stats().size == 1
 
     def test_a_rehearse_hook_gets_the_time(self, make: Any, clock: Clock) -> None:
         class Counting:

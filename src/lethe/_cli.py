@@ -400,6 +400,8 @@ def crossing(mem: Any, key: Any, threshold: float, clock: _Clock, at: datetime) 
         return value
 
     try:
+        if key not in mem:  # past its deadline: gone already
+            return 0.0
         if mem.peek(key).pinned:
             return None
         if score(0.0) < threshold:
@@ -456,6 +458,8 @@ def inspect_rows(mem: Any, clock: _Clock, at: datetime, sort: str = "score", top
     """The rows of ``lethe inspect`` for ``mem`` at ``at``, sorted and cut to ``top``."""
     clock.now = at
     scored: list[tuple[Any, float]] = mem.scored()
+    # Entries past their deadline are gone for every read; evict() still reports them.
+    scored += [(e, 0.0) for e in mem.evict()[1] if e.expires_at is not None and e.expires_at <= at]
     if sort == "age":
         scored.sort(key=lambda p: (p[0].inserted_at, p[0].seq))
     elif sort == "key":

@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from lethe._entry import Entry, FrozenDict, evolve
+from lethe._entry import MAX_COUNT, Entry, FrozenDict, evolve
 
 Similarity = Callable[[Any, Any], float]
 
@@ -111,7 +111,7 @@ def merge_group(group: Sequence[Entry[Any, Any]], merge_state: Callable[..., Any
     state = merge_state(group) if merge_state is not None else keep.decay_state
     return evolve(
         keep,
-        access_count=sum(e.access_count for e in group),
+        access_count=min(sum(e.access_count for e in group), MAX_COUNT),
         importance=max(e.importance for e in group),
         inserted_at=earliest.inserted_at,
         inserted_us=earliest.inserted_us,

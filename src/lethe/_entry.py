@@ -14,6 +14,9 @@ K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 _NAN = float("nan")
+# Rehearsals counted beyond this (2**53, the largest count a float holds exactly)
+# saturate, so every count a memory holds can be written and read back.
+MAX_COUNT = 2**53
 
 
 class FrozenDict(dict[str, Any]):
@@ -53,14 +56,64 @@ EMPTY_METADATA = FrozenDict()
 
 
 def freeze_metadata(metadata: Mapping[str, Any] | Iterable[tuple[str, Any]] | None) -> FrozenDict:
-    """A read-only copy of ``metadata`` (TypeError naming ``metadata`` if it is not a mapping)."""
+    """A read-only, deep copy of ``metadata``.
+
+    Dicts, lists and sets inside it are copied too, so a caller who later changes
+    what it passed in changes no entry (and no score computed from it).  Keys
+    must be strings at every depth: they are what JSON can keep (``to_dict``).
+
+    Raises:
+        TypeError: ``metadata`` is not a mapping, or a key is not a string (naming it).
+    """
     if metadata is None:
         return EMPTY_METADATA
     if type(metadata) is FrozenDict:
         return metadata
     if not isinstance(metadata, Mapping):
         raise TypeError(f"metadata must be a mapping or None, got {type(metadata).__name__}")
-    return FrozenDict(metadata) if metadata else EMPTY_METADATA
+    if not metadata:
+        return EMPTY_METADATA
+    return FrozenDict(_copied_items(metadata, "metadata"))
+
+
+def _copied_items(mapping: Mapping[Any, Any], where: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in mapping.items():
+        if type(key) is not str:
+            raise TypeError(f"{where} keys must be strings, got {type(key).__name__} key {short_repr(key)}")
+        out[key] = _copied(value, f"{where}[{short_repr(key)}]")
+    return out
+
+
+def _copied(value: Any, where: str) -> Any:
+    """``value`` with its dicts, lists and sets copied (at every depth); anything else as is."""
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    if isinstance(value, FrozenDict):
+        return value
+    if isinstance(value, Mapping):
+        return _copied_items(value, where)
+    if isinstance(value, list):
+        return [_copied(v, where) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_copied(v, where) for v in value)
+    if isinstance(value, (set, frozenset)):
+        return kind(value) if kind in (set, frozenset) else set(value)
+    return value
+
+
+def short_repr(value: object, limit: int = 60) -> str:
+    """``repr(value)``, cut to about ``limit`` characters: error messages stay bounded.
+
+    >>> len(short_repr(10**400)), short_repr("key")
+    (60, "'key'")
+    """
+    try:
+        text = repr(value)
+    except Exception:  # a hostile __repr__ must not hide the real error
+        return f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def check_importance(importance: object) -> float:
@@ -136,8 +189,9 @@ class Entry(Generic[K, V]):
         setattr_(self, "expires_us", None if expires is None else to_us(expires, "expires_at"))
         setattr_(self, "metadata", freeze_metadata(self.metadata))
         setattr_(self, "importance", check_importance(self.importance))
-        if isinstance(self.access_count, bool) or not isinstance(self.access_count, int) or self.access_count < 0:
-            raise ValueError(f"access_count must be an int >= 0, got {self.access_count!r}")
+        count = self.access_count
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_COUNT:
+            raise ValueError(f"access_count must be an int from 0 to 2**53, got {short_repr(count)}")
 
 
 # Building entries on the hot path: object.__new__ plus the slots' own setters
@@ -233,7 +287,8 @@ def rehearsed(e: Entry[Any, Any], now: datetime, now_us: float, state: Any) -> E
     _set_value(r, e.value)
     _set_inserted_at(r, e.inserted_at)
     _set_last_accessed_at(r, now)
-    _set_access_count(r, e.access_count + 1)
+    count = e.access_count
+    _set_access_count(r, count + 1 if count < MAX_COUNT else count)
     _set_pinned(r, e.pinned)
     _set_importance(r, e.importance)
     _set_metadata(r, e.metadata)

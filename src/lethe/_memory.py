@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+import inspect
 import math
 import statistics
 from collections.abc import Callable, Hashable, Iterable, Iterator, KeysView, Mapping
@@ -12,6 +13,8 @@ from itertools import compress, islice
 from operator import attrgetter, eq
 from typing import Any, Generic, TypeVar
 
+from lethe import _expiry
+from lethe._btree import Tree
 from lethe._clock import from_us, seconds, to_us, utc_now
 from lethe._consolidate import find_groups, jaccard_words, merge_group
 from lethe._entry import (
@@ -21,8 +24,10 @@ from lethe._entry import (
     freeze_metadata,
     make_entry,
     rehearsed,
+    short_repr,
 )
 from lethe._errors import MemoryFullError, SummarizeError
+from lethe._expiry import expired as _expired
 from lethe._map import EMPTY, PersistentMap
 from lethe._order import Order
 from lethe._scoring import Scorer, clamp, make_scorer
@@ -137,6 +142,8 @@ class Memory(Generic[K, V]):
     _latest_us: float = field(init=False, repr=False)
     _scorer: Scorer = field(init=False, repr=False)
     _order: Order | None = field(init=False, repr=False)
+    _deadlines: Tree = field(init=False, repr=False)
+    evicted: tuple[Entry[K, V], ...] = field(init=False, default=(), repr=False)
 
     def __post_init__(self) -> None:
         max_entries = self.max_entries
@@ -167,6 +174,7 @@ class Memory(Generic[K, V]):
         set_(self, "_latest", None)
         set_(self, "_latest_us", _NEVER)
         set_(self, "_order", None if scorer.rate_us is None else Order(scorer.rate_us))
+        set_(self, "_deadlines", _expiry.NONE)
 
     # -- versions ---------------------------------------------------------
 
@@ -178,8 +186,11 @@ class Memory(Generic[K, V]):
         next_key: int | None = None,
         next_seq: int | None = None,
         order: Order | None = None,
+        deadlines: Tree | None = None,
+        evicted: tuple[Entry[K, V], ...] = (),
     ) -> Memory[K, V]:
-        """A new version sharing this one's configuration (and ``order``, the index of ``entries``)."""
+        """A new version sharing this one's configuration: ``order`` and ``deadlines`` index
+        ``entries`` (``deadlines`` None: this version's), ``evicted`` is what the operation removed."""
         new: Memory[K, V] = _new(Memory)
         _set_max_entries(new, self.max_entries)
         _set_decay_fn(new, self.decay_fn)
@@ -192,6 +203,8 @@ class Memory(Generic[K, V]):
         _set_scorer(new, self._scorer)
         _set_entries(new, entries)
         _set_order(new, order)
+        _set_deadlines(new, self._deadlines if deadlines is None else deadlines)
+        _set_evicted(new, evicted)
         _set_next_key(new, self._next_key if next_key is None else next_key)
         _set_next_seq(new, self._next_seq if next_seq is None else next_seq)
         if now_us > self._latest_us:
@@ -216,11 +229,20 @@ class Memory(Generic[K, V]):
     # -- reads ------------------------------------------------------------
 
     def __len__(self) -> int:
-        return len(self._entries)
+        """The number of entries (expired ones left out: reading the clock if any has a ``ttl``)."""
+        n = len(self._entries)
+        if self._deadlines:
+            n -= len(_expiry.due(self._deadlines, self._now()[1]))
+        return n
 
     def __contains__(self, key: object) -> bool:
         _hashable(key)
-        return key in self._entries
+        entry = self._entries.get(key)  # type: ignore[arg-type]  # any hashable may be asked about
+        return entry is not None and (entry.expires_us is None or not _expired(entry, self._now()[1]))
+
+    def _live(self, now_us: float) -> set[int]:
+        """The seqs of the entries expired at ``now_us`` (every read leaves them out)."""
+        return {item[1] for item in _expiry.due(self._deadlines, now_us)} if self._deadlines else set()
 
     def __iter__(self) -> Iterator[Entry[K, V]]:
         """Entries by score, highest first (one clock reading for the whole iteration).
@@ -232,7 +254,7 @@ class Memory(Generic[K, V]):
         order = self._order
         if order is None:
             return iter(self._ranked(now, now_us)[0])
-        return order.ranked(self._score_fn(now, now_us), now_us, False)
+        return order.ranked(self._score_fn(now, now_us), now_us, True)
 
     def _score_fn(self, now: datetime, now_us: float) -> Callable[[Entry[K, V]], float]:
         unclamped = self._scorer.unclamped
@@ -240,22 +262,25 @@ class Memory(Generic[K, V]):
 
 
     def keys(self) -> KeysView[K]:
-        """A set-like view of the keys (membership in O(log n); order unspecified).
+        """A set-like view of the keys at this moment (membership in O(log n); order unspecified).
+
+        Entries past their deadline are left out, as of the moment ``keys()`` is called.
 
         >>> sorted(Memory().put("a", key="x").put("b", key="y").keys())
         ['x', 'y']
         """
-        return KeysView(_EntryMapping(self._entries))
+        gone = self._live(self._now()[1]) if self._deadlines else set()
+        return KeysView(_EntryMapping(self._entries, gone))
 
     def peek(self, key: K) -> Entry[K, V]:
         """The entry at ``key``, without rehearsing it.
 
         Raises:
-            KeyError: ``key`` is not in the memory.
+            KeyError: ``key`` is not in the memory (or has passed its deadline).
         """
         _hashable(key)
         entry = self._entries.get(key)
-        if entry is None:
+        if entry is None or (entry.expires_us is not None and _expired(entry, self._now()[1])):
             raise KeyError(key)
         return entry
 
@@ -323,11 +348,34 @@ class Memory(Generic[K, V]):
         Raises:
             ValueError, TypeError: ``n`` is not an int >= 0.
         """
+        now, now_us = self._now()
+        return self._top(n, now, now_us)
+
+    def top_scored(self, n: int) -> list[tuple[Entry[K, V], float]]:
+        """The ``n`` highest-scored entries with their scores, highest first: what a prompt needs.
+
+        The same entries, in the same order, as :meth:`top` at the same moment,
+        each with the score :meth:`score` gives it; at the cost of ``top(n)``
+        plus ``n`` scores (one clock reading for the whole answer).
+
+        Raises:
+            ValueError, TypeError: ``n`` is not an int >= 0.
+
+        >>> from datetime import datetime, timezone
+        >>> mem = Memory(clock_fn=lambda: datetime(2026, 1, 1, tzinfo=timezone.utc))
+        >>> mem = mem.put("likes tea", key="tea", importance=0.5).put("uses vim", key="vim")
+        >>> [(e.key, s) for e, s in mem.top_scored(2)]
+        [('vim', 1.0), ('tea', 0.5)]
+        """
+        now, now_us = self._now()
+        one = self._scorer.one
+        return [(e, one(e, now, now_us)) for e in self._top(n, now, now_us)]
+
+    def _top(self, n: int, now: datetime, now_us: float) -> list[Entry[K, V]]:
         if isinstance(n, bool) or not isinstance(n, int):
             raise TypeError(f"n must be an int, got {type(n).__name__}")
         if n < 0:
-            raise ValueError(f"n must be >= 0, got {n!r}")
-        now, now_us = self._now()
+            raise ValueError(f"n must be >= 0, got {short_repr(n)}")
         order = self._order
         if order is not None:
             ranked = order.ranked(self._score_fn(now, now_us), now_us, True)
@@ -374,7 +422,7 @@ class Memory(Generic[K, V]):
         )
 
     def _ranked(self, now: datetime, now_us: float) -> tuple[list[Entry[K, V]], list[float]]:
-        """All entries in rank order, and their scores."""
+        """Every entry not expired at ``now_us``, in rank order, and their scores."""
         order = self._order
         if order is None:
             entries = self._entries.to_list()
@@ -384,6 +432,9 @@ class Memory(Generic[K, V]):
         else:
             # Already nearly in rank order, which the sort below takes in near-linear time.
             pinned, entries = order.at_least(0.0, now_us)
+        gone = self._live(now_us)
+        if gone:
+            entries = [e for e in entries if e.seq not in gone]
         return _rank(pinned, entries, self._scorer.many(entries, now, now_us))
 
     # -- writes -----------------------------------------------------------
@@ -435,7 +486,7 @@ class Memory(Generic[K, V]):
             _hashable(key)
         now, now_us = self._now()
         expires_at, deadline_us = _deadline(now_us, ttl_us, expires_at, deadline_us)
-        return self._put_at(key, value, now, now_us, pinned, imp, meta, expires_at, deadline_us)
+        return self._published(self._put_at(key, value, now, now_us, pinned, imp, meta, expires_at, deadline_us))
 
     def put_many(
         self,
@@ -451,10 +502,10 @@ class Memory(Generic[K, V]):
 
         The result is identical to chained :meth:`put` calls made at one clock
         reading, in order, each with the same options (a ``None`` key is
-        generated; a repeated key is replaced by its later value).  Below
-        capacity it is built in bulk, several times faster than the chain; when
-        the pairs would overflow the memory, each put evicts exactly as the
-        chain would (hooks included).
+        generated; a repeated key is replaced by its later value), except that
+        ``on_evict`` is told once, of every entry the whole batch evicted, and
+        only if the whole batch succeeds (see :attr:`evicted`).  Below capacity
+        it is built in bulk, several times faster than the chain.
 
         Runtime complexity: O(m log n) for m pairs, or O(n + m log m) when m is a
         sizeable fraction of n (the map and the index are rebuilt in bulk).
@@ -468,7 +519,8 @@ class Memory(Generic[K, V]):
         Raises:
             ValueError, TypeError: an item is not a ``(key, value)`` pair, an
                 unhashable key, or a bad option (as for :meth:`put`); nothing changed.
-            MemoryFullError, SummarizeError: as for :meth:`put`; nothing changed.
+            MemoryFullError, SummarizeError: as for :meth:`put`; nothing changed
+                and no hook told of anything.
         """
         imp, meta, ttl_us, deadline_us = _put_options(importance, pinned, metadata, ttl, expires_at)
         pairs = list(items.items()) if isinstance(items, Mapping) else list(items)
@@ -482,7 +534,7 @@ class Memory(Generic[K, V]):
                     raise TypeError(f"items[{i}]: key must be hashable, got {type(pair[0]).__name__}") from None
         now, now_us = self._now()
         expires, deadline_us = _deadline(now_us, ttl_us, expires_at, deadline_us)
-        entries = self._entries
+        entries, order, deadlines, gone = self._unexpired(now_us)
         fresh: dict[Any, Entry[K, V]] = {}
         next_key, seq = self._next_key, self._next_seq
         for key, value in pairs:
@@ -498,12 +550,14 @@ class Memory(Generic[K, V]):
             seq += 1
         replaced = [e for e in map(entries.get, fresh) if e is not None]
         if len(entries) + len(fresh) - len(replaced) > self.max_entries:
-            # Puts will evict: replay the chain exactly, at this one clock reading.
+            # Puts will evict: replay the chain exactly, at this one clock reading, hooks held back.
             mem = self
+            evicted: list[Entry[K, V]] = []
             for key, value in pairs:
                 mem = mem._put_at(key, value, now, now_us, pinned, imp, meta, expires, deadline_us)
-            return mem
-        order = self._order
+                evicted += mem.evicted
+            _set_evicted(mem, tuple(evicted))  # mem is this call's own, not yet seen by anyone
+            return self._published(mem)
         if order is not None:
             if 8 * len(fresh) < len(entries):
                 for old in replaced:
@@ -512,7 +566,43 @@ class Memory(Generic[K, V]):
                     order = order.add(entry)
             else:
                 order = order.edited({e.seq for e in replaced}, {}, list(fresh.values()))
-        return self._version(entries.update(fresh), now, now_us, next_key, seq, order)
+        if deadlines or expires is not None:
+            for old in replaced:
+                deadlines = _expiry.removed(deadlines, old)
+            for entry in fresh.values():
+                deadlines = _expiry.added(deadlines, entry)
+        new = self._version(entries.update(fresh), now, now_us, next_key, seq, order, deadlines, gone)
+        return self._published(new)
+
+    def _unexpired(
+        self, now_us: float
+    ) -> tuple[PersistentMap[K, Entry[K, V]], Order | None, Tree, tuple[Entry[K, V], ...]]:
+        """The map, index and deadlines without the entries expired at ``now_us``, and those
+        entries, summarized: what a write removes (and reports) before anything else."""
+        entries, order, deadlines = self._entries, self._order, self._deadlines
+        due = _expiry.due(deadlines, now_us)
+        if not due:
+            return entries, order, deadlines, ()
+        gone = []
+        for expires_us, seq, key in due:
+            entry = entries[key]
+            deadlines = deadlines.delete((expires_us, seq))
+            entries = entries.delete(key)
+            if order is not None:
+                order = order.remove(entry)
+            gone.append(self._summarized(entry))
+        return entries, order, deadlines, tuple(gone)
+
+    def _published(self, new: Memory[K, V]) -> Memory[K, V]:
+        """``new``, once ``on_evict`` has been told what the operation that made it evicted.
+
+        Hooks hear only of what a returned version really removed: the
+        operation is complete when this runs, and nothing after it can fail.
+        """
+        evicted = new.evicted
+        if evicted and self.on_evict is not None:
+            _no_awaitable(self.on_evict(evicted), "on_evict")
+        return new
 
     def _put_at(
         self,
@@ -526,8 +616,11 @@ class Memory(Generic[K, V]):
         expires: datetime | None,
         deadline_us: float | None,
     ) -> Memory[K, V]:
-        """One put, with its options already checked and the clock already read."""
-        entries = self._entries
+        """One put, with its options checked and the clock read; ``on_evict`` not yet told."""
+        if self._deadlines:
+            entries, order, deadlines, gone = self._unexpired(now_us)
+        else:
+            entries, order, deadlines, gone = self._entries, self._order, self._deadlines, ()
         next_key = self._next_key
         if key is None:
             while next_key in entries:
@@ -538,24 +631,32 @@ class Memory(Generic[K, V]):
         entry = make_entry(
             key, value, now, now, 0, pinned, imp, meta, None, False, expires, seq, None, now_us, now_us, deadline_us
         )
-        order = self._order
         old = entries.get(key)
         if old is not None:
             if order is not None:
                 order = order.swap(old, entry)
             entries = entries.replace(key, entry)
+            if deadlines or expires is not None:
+                deadlines = _expiry.added(_expiry.removed(deadlines, old), entry)
         else:
             if len(entries) >= self.max_entries:
-                entries, order = self._make_room(entries, order, now, now_us)
+                victim = self._victim(entries, order, now, now_us)
+                if order is not None:
+                    order = order.remove(victim)
+                deadlines = _expiry.removed(deadlines, victim)
+                entries = entries.delete(victim.key)
+                gone = (*gone, self._summarized(victim))
             entries = entries.add(key, entry)
             if order is not None:
                 order = order.add(entry)
-        return self._version(entries, now, now_us, next_key, seq + 1, order)
+            if expires is not None:
+                deadlines = _expiry.added(deadlines, entry)
+        return self._version(entries, now, now_us, next_key, seq + 1, order, deadlines, gone)
 
-    def _make_room(
+    def _victim(
         self, entries: PersistentMap[K, Entry[K, V]], order: Order | None, now: datetime, now_us: float
-    ) -> tuple[PersistentMap[K, Entry[K, V]], Order | None]:
-        """Evict the lowest-scored unpinned entry (summarized, reported)."""
+    ) -> Entry[K, V]:
+        """The lowest-scored unpinned entry, which a new key at capacity evicts."""
         if order is None:
             victim = self._scorer.lowest(entries.to_list(), now, now_us)
         else:
@@ -565,12 +666,7 @@ class Memory(Generic[K, V]):
                 f"memory is full ({self.max_entries} entries) and every entry is pinned; "
                 "unpin or delete one first"
             )
-        if order is not None:
-            order = order.remove(victim)
-        victim = self._summarized(victim)
-        if self.on_evict is not None:
-            self.on_evict((victim,))
-        return entries.delete(victim.key), order
+        return victim
 
     def _summarized(self, entry: Entry[K, V]) -> Entry[K, V]:
         fn = self.summarize_fn
@@ -579,7 +675,14 @@ class Memory(Generic[K, V]):
         try:
             summary = fn(entry)
         except Exception as exc:
-            raise SummarizeError(f"summarize_fn failed for key {entry.key!r}: {exc!r}") from exc
+            # Short, whatever the cause says (a hook that re-enters the memory nests these):
+            # the whole story is in the cause chain.
+            raise SummarizeError(
+                f"summarize_fn failed for key {short_repr(entry.key)}: {short_repr(exc, 160)}",
+                key=entry.key,
+                entry=entry,
+            ) from exc
+        _no_awaitable(summary, "summarize_fn")
         return evolve(entry, summary=summary, summarized=True)
 
     def _rehearse(self, key: K, **changes: Any) -> tuple[Memory[K, V], Entry[K, V]]:
@@ -590,10 +693,14 @@ class Memory(Generic[K, V]):
         new = rehearsed(entry, now, now_us, state)
         if changes:
             new = evolve(new, **changes)
-        order = self._order
+        if self._deadlines:
+            entries, order, deadlines, gone = self._unexpired(now_us)
+        else:
+            entries, order, deadlines, gone = self._entries, self._order, self._deadlines, ()
         if order is not None:
             order = order.swap(entry, new)
-        return self._version(self._entries.replace(key, new), now, now_us, order=order), new
+        version = self._version(entries.replace(key, new), now, now_us, order=order, deadlines=deadlines, evicted=gone)
+        return self._published(version), new
 
     def get(self, key: K) -> tuple[Memory[K, V], Entry[K, V]]:
         """Rehearse and return the entry at ``key``: ``(new_memory, refreshed_entry)``.
@@ -628,10 +735,12 @@ class Memory(Generic[K, V]):
             return self
         now, now_us = self._now()
         new = evolve(entry, pinned=pinned)
-        order = self._order
+        entries, order, deadlines, gone = self._unexpired(now_us)
         if order is not None:
             order = order.swap(entry, new)
-        return self._version(self._entries.replace(key, new), now, now_us, order=order)
+        deadlines = _expiry.added(_expiry.removed(deadlines, entry), new)
+        version = self._version(entries.replace(key, new), now, now_us, order=order, deadlines=deadlines, evicted=gone)
+        return self._published(version)
 
     def pin(self, key: K) -> Memory[K, V]:
         """Pin the entry at ``key``: it scores 1.0 and is never evicted automatically.
@@ -650,50 +759,62 @@ class Memory(Generic[K, V]):
         return self._set_pinned(key, False)
 
     def delete(self, key: K) -> Memory[K, V]:
-        """Remove the entry at ``key``; a missing key returns an equal memory."""
+        """Remove the entry at ``key``; a missing key returns an equal memory.
+
+        A deleted entry is not reported (it is the caller's own choice), but
+        entries past their deadline are removed and reported as by any write.
+        """
         _hashable(key)
-        entry = self._entries.get(key)
+        if self._deadlines:
+            entries, order, deadlines, gone = self._unexpired(self._now()[1])
+        else:
+            entries, order, deadlines, gone = self._entries, self._order, self._deadlines, ()
+        entry = entries.get(key)
         if entry is None:
-            return self
-        order = self._order
-        if order is not None:
-            order = order.remove(entry)
-        return self._version(self._entries.delete(key), order=order)
+            if not gone:
+                return self
+        else:
+            if order is not None:
+                order = order.remove(entry)
+            deadlines = _expiry.removed(deadlines, entry)
+            entries = entries.delete(key)
+        return self._published(self._version(entries, order=order, deadlines=deadlines, evicted=gone))
 
     def clear(self) -> Memory[K, V]:
-        """Remove every entry; configuration and key generation carry on."""
+        """Remove every entry; configuration and key generation carry on.  Nothing is reported."""
         order = self._order
-        return self._version(EMPTY, order=None if order is None else Order(order.rate_us))
+        return self._version(EMPTY, order=None if order is None else Order(order.rate_us), deadlines=_expiry.NONE)
 
     def summarize(self) -> Memory[K, V]:
         """Summarize every unpinned entry scoring below ``summarize_threshold``.
 
         Runs ``summarize_fn`` once for each such entry that has no summary for
-        its current value.  Does nothing without a ``summarize_fn``.
+        its current value.  Does nothing without a ``summarize_fn`` (but, as
+        every write, removes and reports the entries past their deadline).
 
         Raises:
             SummarizeError: ``summarize_fn`` raised (nothing changed).
         """
         now, now_us = self._now()
-        entries = self._entries
-        if self.summarize_fn is None:
+        entries, order, deadlines, gone = self._unexpired(now_us)
+        changed = bool(gone)
+        if self.summarize_fn is not None:
+            limit = self.summarize_threshold
+            if order is None:
+                candidates = [e for e in entries.to_list() if not e.pinned and not e.summarized]
+            else:
+                candidates = [e for e in order.below(limit, now_us) if not e.summarized]
+            values = self._scorer.many(candidates, now, now_us)
+            for entry, v in sorted(zip(candidates, values), key=lambda p: p[0].seq):
+                if clamp(v) < limit:
+                    new = self._summarized(entry)
+                    entries = entries.replace(entry.key, new)
+                    if order is not None:
+                        order = order.swap(entry, new)
+                    changed = True
+        if not changed:
             return self
-        limit = self.summarize_threshold
-        order = self._order
-        if order is None:
-            candidates = [e for e in entries.to_list() if not e.pinned and not e.summarized]
-        else:
-            candidates = [e for e in order.below(limit, now_us) if not e.summarized]
-        values = self._scorer.many(candidates, now, now_us)
-        changed = False
-        for entry, v in sorted(zip(candidates, values), key=lambda p: p[0].seq):
-            if clamp(v) < limit:
-                new = self._summarized(entry)
-                entries = entries.replace(entry.key, new)
-                if order is not None:
-                    order = order.swap(entry, new)
-                changed = True
-        return self._version(entries, now, now_us, order=order) if changed else self
+        return self._published(self._version(entries, now, now_us, order=order, deadlines=deadlines, evicted=gone))
 
     def evict(self) -> tuple[Memory[K, V], tuple[Entry[K, V], ...]]:
         """Summarize what is fading and remove what has faded.
@@ -736,18 +857,23 @@ class Memory(Generic[K, V]):
                 changed.append((old, entry))
         evicted.reverse()
         out = tuple(evicted)
-        if out and self.on_evict is not None:
-            self.on_evict(out)
         if not changed:
             return self, out
-        entries, order = self._rewritten(changed, {e.seq for e in out})
-        return self._version(entries, now, now_us, order=order), out
+        entries, order, deadlines = self._rewritten(changed, {e.seq for e in out})
+        new = self._version(entries, now, now_us, order=order, deadlines=deadlines, evicted=out)
+        return self._published(new), out
 
     def _rewritten(
         self, changed: list[tuple[Entry[K, V], Entry[K, V]]], gone: set[int]
-    ) -> tuple[PersistentMap[K, Entry[K, V]], Order | None]:
-        """The map and index with each ``(old, new)`` applied: ``new`` replaces ``old``, or
-        removes it when its seq is in ``gone``.  Many changes rebuild both in bulk."""
+    ) -> tuple[PersistentMap[K, Entry[K, V]], Order | None, Tree]:
+        """The map, index and deadlines with each ``(old, new)`` applied: ``new`` replaces
+        ``old``, or removes it when its seq is in ``gone``.  Many changes rebuild map and index
+        in bulk."""
+        deadlines = self._deadlines
+        if deadlines:
+            for old, _ in changed:
+                if old.seq in gone:
+                    deadlines = _expiry.removed(deadlines, old)
         entries, order = self._entries, self._order
         if 8 * len(changed) > len(entries):
             kept = {e.key: e for e in entries.values()}
@@ -758,7 +884,7 @@ class Memory(Generic[K, V]):
                     kept[old.key] = new
             if order is not None:
                 order = order.edited(gone, {old.seq: new for old, new in changed if old.seq not in gone}, [])
-            return EMPTY.update(kept), order
+            return EMPTY.update(kept), order, deadlines
         for old, new in changed:
             if old.seq in gone:
                 entries = entries.delete(old.key)
@@ -768,7 +894,7 @@ class Memory(Generic[K, V]):
                 entries = entries.replace(old.key, new)
                 if order is not None:
                     order = order.swap(old, new)
-        return entries, order
+        return entries, order, deadlines
 
     # -- forecasts --------------------------------------------------------
 
@@ -934,11 +1060,10 @@ class Memory(Generic[K, V]):
         groups = [
             tuple(candidates[i] for i in sorted(g)) for g in find_groups(candidates, similarity, t, min_group)
         ]
-        if not groups:
+        entries, order, deadlines, gone = self._unexpired(now_us)
+        if not groups and not gone:
             return self, []
         merge_states = getattr(self.decay_fn, "merge_states", None)
-        entries = self._entries
-        order = self._order
         for group in groups:
             merged = merge(group) if merge is not None else merge_group(group, merge_states)
             if not isinstance(merged, Entry):
@@ -952,14 +1077,17 @@ class Memory(Generic[K, V]):
                 entries = entries.delete(e.key)
                 if order is not None:
                     order = order.remove(e)
+                deadlines = _expiry.removed(deadlines, e)
             entries = entries.add(merged.key, merged)
             if order is not None:
                 order = order.add(merged)
+            deadlines = _expiry.added(deadlines, merged)
             # Time never runs behind an entry the memory holds.
             if merged.accessed_us > now_us:
                 now, now_us = merged.last_accessed_at, merged.accessed_us
         groups.sort(key=lambda g: g[0].seq)
-        return self._version(entries, now, now_us, order=order), groups
+        new = self._version(entries, now, now_us, order=order, deadlines=deadlines, evicted=gone)
+        return self._published(new), groups
 
     # -- protocol ---------------------------------------------------------
 
@@ -978,7 +1106,7 @@ class Memory(Generic[K, V]):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Memory):
             return NotImplemented
-        if self._config() != other._config() or len(self) != len(other):
+        if self._config() != other._config() or len(self._entries) != len(other._entries):
             return False
         if (self._next_key, self._next_seq) != (other._next_key, other._next_seq):
             return False
@@ -1024,7 +1152,7 @@ class Memory(Generic[K, V]):
         order = self._order
         if order is not None:
             order = order.rebuilt(entries.values(), latest_us if latest_us > _NEVER else math.nan)
-        new = self._version(entries, None, _NEVER, next_key, next_seq, order)
+        new = self._version(entries, None, _NEVER, next_key, next_seq, order, _expiry.built(entries.values()))
         _set_latest(new, latest)
         _set_latest_us(new, latest_us)
         return new
@@ -1129,10 +1257,16 @@ def _rank(
     return pinned + ranked, [1.0] * len(pinned) + ranked_values
 
 
-def _expired(entry: Entry[Any, Any], now_us: float) -> bool:
-    """Whether ``entry`` has passed its deadline (pinned entries never expire)."""
-    deadline = entry.expires_us
-    return deadline is not None and now_us >= deadline and not entry.pinned
+def _no_awaitable(result: object, hook: str) -> None:
+    """Refuse what an ``async def`` hook returns: lethe calls hooks synchronously."""
+    if inspect.isawaitable(result):
+        close = getattr(result, "close", None)
+        if callable(close):
+            close()  # no "coroutine was never awaited" warning on top of the error
+        raise TypeError(
+            f"{hook} returned an awaitable ({type(result).__name__}); hooks are called synchronously: "
+            "pass a plain function (run async work yourself, e.g. in a thread or before the call)"
+        )
 
 
 def _check_number(value: object, name: str) -> float:
@@ -1148,24 +1282,33 @@ def _check_number(value: object, name: str) -> float:
 
 
 class _EntryMapping(Mapping[Any, Entry[Any, Any]]):
-    """A read-only Mapping view of a persistent map (backs ``Memory.keys()``)."""
+    """A read-only Mapping view of a persistent map without the entries whose seq is in
+    ``gone`` (backs ``Memory.keys()``)."""
 
-    __slots__ = ("_map",)
+    __slots__ = ("_gone", "_map")
 
-    def __init__(self, m: PersistentMap[Any, Entry[Any, Any]]) -> None:
+    def __init__(self, m: PersistentMap[Any, Entry[Any, Any]], gone: set[int]) -> None:
         self._map = m
+        self._gone = gone
 
     def __getitem__(self, key: Any) -> Entry[Any, Any]:
-        return self._map[key]
+        entry = self._map[key]
+        if entry.seq in self._gone:
+            raise KeyError(key)
+        return entry
 
     def __len__(self) -> int:
-        return len(self._map)
+        return len(self._map) - len(self._gone)
 
     def __iter__(self) -> Iterator[Any]:
-        return self._map.keys()
+        gone = self._gone
+        if not gone:
+            return self._map.keys()
+        return (e.key for e in self._map.values() if e.seq not in gone)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._map
+        entry = self._map.get(key)
+        return entry is not None and entry.seq not in self._gone
 
 
 _new = object.__new__
@@ -1185,4 +1328,6 @@ _set_next_seq = _d["_next_seq"].__set__
 _set_latest = _d["_latest"].__set__
 _set_latest_us = _d["_latest_us"].__set__
 _set_order = _d["_order"].__set__
+_set_deadlines = _d["_deadlines"].__set__
+_set_evicted = _d["evicted"].__set__
 del _d
