@@ -219,8 +219,10 @@ def test_huge_but_valid_ints_are_accepted() -> None:
     mem: Memory[Any, Any] = Memory(max_entries=HUGE, clock_fn=clock).put("x", key=HUGE)
     assert mem.peek(HUGE).value == "x"
     assert mem.top(HUGE) == [mem.peek(HUGE)]
-    assert mem.above(INF) == []
-    assert mem.above(-INF) == [mem.peek(HUGE)]
+    assert mem.above(1.0) == [mem.peek(HUGE)]
+    for outside in (INF, -INF):  # no score is outside 0..1: such a threshold means nothing
+        with pytest.raises(ValueError, match="threshold"):
+            mem.above(outside)
     invariants(mem)
 
 

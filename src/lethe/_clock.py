@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import datetime as _dt
+import math
 from collections.abc import Callable
+
+from lethe._reprs import short_repr
 
 Clock = Callable[[], _dt.datetime]
 
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+UTC = _dt.timezone.utc
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=UTC)
+#: The latest microsecond count :func:`from_us` turns into a datetime: ``datetime.max``
+#: in UTC, rounded down to a float (past 2**53 floats step by more than a microsecond).
+MAX_US = math.nextafter(float((_dt.datetime.max.replace(tzinfo=UTC) - _EPOCH) // _dt.timedelta(microseconds=1)), 0.0)
 
 
 def utc_now() -> _dt.datetime:
@@ -37,8 +44,26 @@ def to_us(moment: _dt.datetime, name: str = "now") -> float:
     return float((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds)
 
 
+def to_utc(moment: _dt.datetime, name: str) -> _dt.datetime:
+    """``moment`` (aware) as a UTC datetime: the same instant, read on UTC's clock.
+
+    Arithmetic on aware datetimes of one zone is wall-clock arithmetic (an hour
+    off across a daylight-saving change), and their comparisons ignore ``fold``;
+    on UTC datetimes both are absolute.
+
+    Raises ValueError (naming ``name``) when the instant is outside UTC's
+    calendar (for example ``datetime.max`` in a zone west of Greenwich).
+    """
+    if moment.tzinfo is UTC:
+        return moment
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{name} is outside the range of datetime in UTC, got {moment!r}") from None
+
+
 def from_us(us: float) -> _dt.datetime:
-    """The aware UTC datetime ``us`` microseconds after the Unix epoch."""
+    """The aware UTC datetime ``us`` microseconds after the Unix epoch (``us <= MAX_US``)."""
     return _EPOCH + _dt.timedelta(microseconds=us)
 
 
@@ -50,9 +75,9 @@ def seconds(value: object, name: str) -> float:
         try:
             secs = float(value)
         except OverflowError:
-            raise ValueError(f"{name} must be a positive, finite duration, got a huge int") from None
+            raise ValueError(f"{name} must be a positive, finite duration, got {short_repr(value)}") from None
     else:
         raise TypeError(f"{name} must be a timedelta or a number of seconds, got {type(value).__name__}")
     if not secs > 0 or secs == float("inf"):
-        raise ValueError(f"{name} must be a positive, finite duration, got {value!r}")
+        raise ValueError(f"{name} must be a positive, finite duration, got {short_repr(value)}")
     return secs

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, NoReturn, TypeVar
 
-from lethe._clock import to_us
+from lethe._clock import UTC, to_us, to_utc
+from lethe._reprs import short_repr
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -103,19 +104,6 @@ def _copied(value: Any, where: str) -> Any:
     return value
 
 
-def short_repr(value: object, limit: int = 60) -> str:
-    """``repr(value)``, cut to about ``limit`` characters: error messages stay bounded.
-
-    >>> len(short_repr(10**400)), short_repr("key")
-    (60, "'key'")
-    """
-    try:
-        text = repr(value)
-    except Exception:  # a hostile __repr__ must not hide the real error
-        return f"<{type(value).__name__}>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def check_importance(importance: object) -> float:
     """``importance`` as a float, or ValueError/TypeError naming ``importance``."""
     if isinstance(importance, bool) or not isinstance(importance, (int, float)):
@@ -123,9 +111,9 @@ def check_importance(importance: object) -> float:
     try:
         value = float(importance)
     except OverflowError:
-        raise ValueError(f"importance must be finite, got {importance!r}") from None
+        raise ValueError(f"importance must be finite, got {short_repr(importance)}") from None
     if not (0.0 <= value < math.inf):
-        raise ValueError(f"importance must be finite and >= 0, got {importance!r}")
+        raise ValueError(f"importance must be finite and >= 0, got {short_repr(importance)}")
     return value
 
 
@@ -139,7 +127,7 @@ class Entry(Generic[K, V]):
     Attributes:
         key: The entry's unique key.
         value: The remembered value.
-        inserted_at: When the entry was put (timezone-aware).
+        inserted_at: When the entry was put (timezone-aware; held as UTC).
         last_accessed_at: When it was put or last rehearsed (``get``, ``touch``, ``update``).
         access_count: Rehearsals since it was put (0 for a fresh entry).
         pinned: Pinned entries score exactly 1.0 and are never evicted automatically.
@@ -187,6 +175,11 @@ class Entry(Generic[K, V]):
         setattr_(self, "accessed_us", to_us(self.last_accessed_at, "last_accessed_at"))
         expires = self.expires_at
         setattr_(self, "expires_us", None if expires is None else to_us(expires, "expires_at"))
+        # Held as UTC: datetimes of a zone with daylight saving time compare by wall clock.
+        for name in ("inserted_at", "last_accessed_at", "expires_at"):
+            moment = getattr(self, name)
+            if moment is not None and moment.tzinfo is not UTC:
+                setattr_(self, name, to_utc(moment, name))
         setattr_(self, "metadata", freeze_metadata(self.metadata))
         setattr_(self, "importance", check_importance(self.importance))
         count = self.access_count

@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar
 
 from lethe import _expiry
 from lethe._btree import Tree
-from lethe._clock import from_us, seconds, to_us, utc_now
+from lethe._clock import MAX_US, UTC, from_us, seconds, to_us, to_utc, utc_now
 from lethe._consolidate import find_groups, jaccard_words, merge_group
 from lethe._entry import (
     Entry,
@@ -24,12 +24,12 @@ from lethe._entry import (
     freeze_metadata,
     make_entry,
     rehearsed,
-    short_repr,
 )
 from lethe._errors import MemoryFullError, SummarizeError
 from lethe._expiry import expired as _expired
 from lethe._map import EMPTY, PersistentMap
 from lethe._order import Order
+from lethe._reprs import short_repr
 from lethe._scoring import Scorer, clamp, make_scorer
 from lethe.decay._protocol import DecayCallable, DecayFunction
 from lethe.decay._registry import BUILTINS, by_name
@@ -42,6 +42,7 @@ EvictFn = Callable[[tuple[Entry[Any, Any], ...]], object]
 ClockFn = Callable[[], datetime]
 
 _SEQ = attrgetter("seq")
+_INSERTED_US = attrgetter("inserted_us")
 _NEVER = -math.inf
 
 
@@ -76,7 +77,7 @@ def _check_threshold(value: object, name: str) -> float:
     except OverflowError:
         raise ValueError(f"{name} must be between 0 and 1, got a huge int") from None
     if not 0.0 <= f <= 1.0:
-        raise ValueError(f"{name} must be between 0 and 1, got {value!r}")
+        raise ValueError(f"{name} must be between 0 and 1, got {short_repr(value)}")
     return f
 
 
@@ -216,7 +217,12 @@ class Memory(Generic[K, V]):
         return new
 
     def _now(self) -> tuple[datetime, float]:
-        """Read the clock once; never earlier than the latest moment this memory saw."""
+        """Read the clock once, as a UTC datetime; never earlier than the latest moment this memory saw.
+
+        Every datetime the memory stores or returns is UTC: arithmetic on datetimes
+        of a zone with daylight saving time is wall-clock arithmetic, an hour off
+        across a change, and their comparisons ignore ``fold``.
+        """
         clock = self.clock_fn
         now = utc_now() if clock is None else clock()
         now_us = to_us(now, "clock_fn()")
@@ -224,6 +230,8 @@ class Memory(Generic[K, V]):
             latest = self._latest
             assert latest is not None
             return latest, self._latest_us
+        if now.tzinfo is not UTC:
+            now = to_utc(now, "clock_fn()")
         return now, now_us
 
     # -- reads ------------------------------------------------------------
@@ -312,11 +320,14 @@ class Memory(Generic[K, V]):
     def above(self, threshold: float) -> list[Entry[K, V]]:
         """Entries scoring at least ``threshold``, highest first (expired entries left out).
 
+        Raises:
+            ValueError, TypeError: ``threshold`` is not a number between 0 and 1.
+
         Runtime complexity: O(log n + m) for m results with an indexed decay
         function (see :meth:`top`): only entries that can reach ``threshold``
         are scored, and they arrive nearly sorted; otherwise O(n + m log m).
         """
-        t = _check_number(threshold, "threshold")
+        t = _check_unit(threshold, "threshold")
         now, now_us = self._now()
         order = self._order
         if order is None:
@@ -405,18 +416,20 @@ class Memory(Generic[K, V]):
         return sum(1 for e in self._entries.values() if e.pinned)
 
     def stats(self) -> Stats:
-        """Size, active and pinned counts, insertion range and score statistics."""
+        """Size, active and pinned counts, insertion range (UTC datetimes) and score statistics."""
         now, now_us = self._now()
         entries, scores = self._ranked(now, now_us)
         if not entries:
             return Stats(0, 0, 0, None, None, None, None)
         threshold = self.eviction_threshold
+        # By instant (the microsecond counts), not by datetime: datetimes of one zone
+        # compare by wall clock, which repeats an hour when daylight saving time ends.
         return Stats(
             size=len(entries),
             active=sum(1 for s in scores if s >= threshold),
             pinned=sum(1 for e in entries if e.pinned),
-            oldest_entry=min(e.inserted_at for e in entries),
-            newest_entry=max(e.inserted_at for e in entries),
+            oldest_entry=_as_utc(min(entries, key=_INSERTED_US).inserted_at),
+            newest_entry=_as_utc(max(entries, key=_INSERTED_US).inserted_at),
             mean_score=math.fsum(scores) / len(scores),
             median_score=statistics.median(scores),
         )
@@ -927,17 +940,23 @@ class Memory(Generic[K, V]):
             secs: float | None = closed(entry, threshold / entry.importance)
             if secs is None:
                 return None
+            at = entry.accessed_us + max(secs, 0.0) * 1e6
+            if not at < MAX_US:  # past datetime.max (or too far to compute): no representable moment
+                return None
             # The first whole microsecond strictly past the crossing: the score is below there,
             # so an evict() scheduled for that moment removes the entry.
-            return max(now_us, math.floor(entry.accessed_us + max(secs, 0.0) * 1e6) + 1.0)
+            return max(now_us, math.floor(at) + 1.0)
 
         def below(t_us: float) -> bool:
             return scorer.one(entry, from_us(t_us), t_us) < threshold
 
-        # Scores never rise without a rehearsal: find a moment below, then bisect.
+        # Scores never rise without a rehearsal: find a moment below, then bisect
+        # (within a thousand years, and no later than datetime.max).
         step = 1e6
-        low, high = now_us, now_us + step
-        horizon = now_us + 1e6 * 86_400 * 365 * 1000
+        horizon = min(now_us + 1e6 * 86_400 * 365 * 1000, MAX_US)
+        low, high = now_us, min(now_us + step, horizon)
+        if not high > low:
+            return None
         while not below(high):
             if high >= horizon:
                 return None
@@ -965,10 +984,13 @@ class Memory(Generic[K, V]):
         A deadline (``ttl``) counts: the score drops to 0.0 then.
 
         Returns:
-            ``timedelta(0)`` if it is already below; None if the entry is pinned or never drops below.
+            ``timedelta(0)`` if it is already below; None if the entry is pinned, never
+            drops below, or drops below only after ``datetime.max`` (not within
+            representable time).
 
         Raises:
             KeyError: ``key`` is not in the memory.
+            ValueError, TypeError: ``threshold`` is not a number between 0 and 1.
 
         >>> from datetime import datetime, timezone
         >>> mem = Memory(half_life=3600, clock_fn=lambda: datetime(2026, 1, 1, tzinfo=timezone.utc))
@@ -976,11 +998,11 @@ class Memory(Generic[K, V]):
         datetime.timedelta(seconds=7200, microseconds=1)
         """
         entry = self.peek(key)
-        t = _check_number(threshold, "threshold")
+        t = _check_unit(threshold, "threshold")
         now, now_us = self._now()
         # At threshold 0 nothing ever drops below, deadline or not.
         crossing = self._crossing_us(entry, t, now, now_us, expiry=t > 0.0)
-        if crossing is None:
+        if crossing is None or not crossing <= MAX_US:
             return None
         return timedelta(microseconds=round(crossing - now_us))
 
@@ -989,7 +1011,9 @@ class Memory(Generic[K, V]):
 
         Schedule the next :meth:`evict` sweep for then instead of polling.
         It is the current time if some entry is already evictable, and None if
-        no entry ever will be (every entry pinned, or the memory empty).
+        no entry ever will be (every entry pinned, or the memory empty) or none
+        will be before ``datetime.max`` (not within representable time).  The
+        moment is a UTC datetime.
 
         Runtime complexity: O(log n) with an indexed decay function (see
         :meth:`top`), otherwise O(n).
@@ -1004,9 +1028,9 @@ class Memory(Generic[K, V]):
                 best = crossing
                 if best <= now_us:
                     break
-        if best is None:
+        if best is None or not best <= MAX_US:
             return None
-        return now + timedelta(microseconds=round(best - now_us))
+        return now if best <= now_us else from_us(best)
 
     def consolidate(
         self,
@@ -1225,10 +1249,30 @@ def _put_options(
 def _deadline(
     now_us: float, ttl_us: float | None, expires_at: datetime | None, deadline_us: float | None
 ) -> tuple[datetime | None, float | None]:
-    """An entry's ``(expires_at, expires_us)`` put at ``now_us``: a ``ttl`` counts from now."""
+    """An entry's ``(expires_at, expires_us)`` put at ``now_us``: a ``ttl`` counts from now.
+
+    The deadline is a UTC datetime after now and no later than ``datetime.max``
+    (ValueError naming ``ttl`` or ``expires_at`` otherwise: the entry would be
+    born expired, or never get a representable deadline).
+    """
     if ttl_us is None:
-        return expires_at, deadline_us
+        if expires_at is None or deadline_us is None:
+            return None, None
+        if not deadline_us > now_us:
+            raise ValueError(
+                f"expires_at must be after now ({from_us(now_us).isoformat()}), got "
+                f"{short_repr(expires_at)}; the entry would be born expired"
+            )
+        return to_utc(expires_at, "expires_at"), deadline_us
+    if not ttl_us <= MAX_US - now_us:
+        raise ValueError(f"ttl ({ttl_us / 1e6:.6g} s) puts the deadline past datetime.max")
     deadline_us = now_us + float(round(ttl_us))
+    if not deadline_us > now_us:
+        raise ValueError(
+            f"ttl must be at least a microsecond, got {ttl_us / 1e6:.6g} s; the entry would be born expired"
+        )
+    if not deadline_us <= MAX_US:
+        raise ValueError(f"ttl ({ttl_us / 1e6:.6g} s) puts the deadline past datetime.max")
     return from_us(deadline_us), deadline_us
 
 
@@ -1267,6 +1311,22 @@ def _no_awaitable(result: object, hook: str) -> None:
             f"{hook} returned an awaitable ({type(result).__name__}); hooks are called synchronously: "
             "pass a plain function (run async work yourself, e.g. in a thread or before the call)"
         )
+
+
+def _as_utc(moment: datetime) -> datetime:
+    """``moment`` as UTC (unchanged if UTC has no datetime for it)."""
+    try:
+        return moment if moment.tzinfo is UTC else moment.astimezone(UTC)
+    except OverflowError:
+        return moment
+
+
+def _check_unit(value: object, name: str) -> float:
+    """``value`` as a float between 0 and 1 (a threshold on scores), else ValueError/TypeError naming ``name``."""
+    f = _check_number(value, name)
+    if not 0.0 <= f <= 1.0:
+        raise ValueError(f"{name} must be between 0 and 1 (scores never leave that range), got {short_repr(value)}")
+    return f
 
 
 def _check_number(value: object, name: str) -> float:

@@ -15,6 +15,15 @@ make the key order disagree with the score order by a few ulps, and clamping
 (at 1.0) and underflow (at 0.0) create ties that rank by ``seq``, so every
 query widens its search by ``_slack`` and breaks ties on the scores it
 computed: the answers are the ones a full scan would give.
+
+One more rounding is not relative: once an entry's raw score (before
+importance) falls below the smallest normal float, 2**-1022 (about 1,022
+half-lives), it is a subnormal rounded to a multiple of 2**-1074, or 0.0.
+Multiplied by a large importance, that absolute error becomes
+``importance * 2**-1074`` (2**-50 at most), large enough to reorder entries
+whose keys are far apart.  So every bound also widens by ``_noise``: the
+largest importance the index holds (never lowered by a removal, so it stays
+an upper bound) times 2**-1073.
 """
 
 from __future__ import annotations
@@ -36,6 +45,9 @@ _PINNED = (_INF, -1)
 _REBASE = 2.0**16
 # exp(x) is exactly 0.0 below this (the smallest subnormal is exp(-744.4)).
 _UNDERFLOW = -746.0
+# Twice the smallest subnormal: with the subnormal rounding of the raw score and of
+# its product with importance, |computed - exact| <= (importance + 1) * _TINY.
+_TINY = 2.0**-1073
 
 ValueFn = Callable[[Entry[Any, Any]], float]
 
@@ -52,25 +64,33 @@ def _slack(c: float) -> float:
 class Order:
     """An immutable ``(key, seq)`` index of a memory's entries, plus their deadlines."""
 
-    __slots__ = ("deadlines", "keys", "origin_us", "rate_us")
+    __slots__ = ("deadlines", "keys", "max_importance", "origin_us", "rate_us")
 
     keys: Tree
     deadlines: Tree
     origin_us: float
     rate_us: float
+    max_importance: float
 
     def __init__(self, rate_us: float, origin_us: float = math.nan) -> None:
         self.rate_us = rate_us
         self.origin_us = origin_us
+        self.max_importance = 0.0
         self.keys = self.deadlines = Tree()
 
-    def _with(self, keys: Tree, deadlines: Tree, origin_us: float) -> Order:
+    def _with(self, keys: Tree, deadlines: Tree, origin_us: float, max_importance: float) -> Order:
         new: Order = object.__new__(Order)
         new.rate_us = self.rate_us
         new.origin_us = origin_us
+        new.max_importance = max_importance
         new.keys = keys
         new.deadlines = deadlines
         return new
+
+    @property
+    def _noise(self) -> float:
+        """A bound on how far an underflowed score can be from ``exp(key - c)`` (see the module doc)."""
+        return (self.max_importance + 1.0) * _TINY
 
     def key(self, entry: Entry[Any, Any]) -> float:
         """The entry's time-invariant rank key (``+inf`` when pinned)."""
@@ -90,7 +110,8 @@ class Order:
         deadlines = self.deadlines
         if entry.expires_us is not None and not entry.pinned:
             deadlines = deadlines.insert((entry.expires_us, entry.seq, entry))
-        return self._with(keys, deadlines, origin)
+        most = self.max_importance
+        return self._with(keys, deadlines, origin, most if most >= entry.importance else entry.importance)
 
     def remove(self, entry: Entry[Any, Any]) -> Order:
         """The index without ``entry`` (which it must hold)."""
@@ -98,7 +119,7 @@ class Order:
         deadlines = self.deadlines
         if entry.expires_us is not None and not entry.pinned:
             deadlines = deadlines.delete((entry.expires_us, entry.seq))
-        return self._with(keys, deadlines, self.origin_us)
+        return self._with(keys, deadlines, self.origin_us, self.max_importance)
 
     def swap(self, old: Entry[Any, Any], new: Entry[Any, Any]) -> Order:
         """The index with ``old`` replaced by ``new``."""
@@ -112,6 +133,7 @@ class Order:
         new.keys = Tree(items)
         timed = sorted((e.expires_us, e.seq, e) for _, _, e in items if e.expires_us is not None and not e.pinned)
         new.deadlines = Tree(timed)
+        new.max_importance = max((e.importance for _, _, e in items), default=0.0)
         return new
 
     def edited(
@@ -139,6 +161,7 @@ class Order:
         key = self.key
         keys = survivors(self.keys)
         deadlines = survivors(self.deadlines)
+        most = max((e.importance for e in (*replaced.values(), *added)), default=0.0)
         if added:
             keys += sorted((key(e), e.seq, e) for e in added)
             keys.sort()  # two sorted runs: merged in linear time
@@ -146,7 +169,7 @@ class Order:
             if timed:
                 deadlines += timed
                 deadlines.sort()
-        return self._with(Tree(keys), Tree(deadlines), self.origin_us)
+        return self._with(Tree(keys), Tree(deadlines), self.origin_us, max(self.max_importance, most))
 
     def entries(self) -> Iterator[Entry[Any, Any]]:
         """Every entry, in no particular order."""
@@ -162,13 +185,14 @@ class Order:
         by rank value, equals latest put first; expired entries left out if ``skip_expired``."""
         c = self._c(now_us)
         slack = _slack(c)
+        noise = self._noise
         heap: list[tuple[float, int, Entry[Any, Any]]] = []
         for k, seq, entry in self.keys.descending():
             if k == _INF:
                 yield entry
                 continue
             if heap:
-                best_possible = _exp(k - c + slack)  # no entry from here on ranks higher
+                best_possible = _exp(k - c + slack) + noise  # no entry from here on ranks higher
                 while heap and -heap[0][0] > best_possible:
                     yield heappop(heap)[2]
             if skip_expired and (deadline := entry.expires_us) is not None and now_us >= deadline:
@@ -187,10 +211,11 @@ class Order:
         for zero in (self.keys.earliest(_LOWEST, start), self.deadlines.earliest(_LOWEST, (now_us, _INF))):
             if zero is not None and (0.0, zero[1]) < best[:2]:
                 best = (0.0, zero[1], zero[2])
+        noise = self._noise
         for k, seq, entry in self.keys.ascending_from(start):
             if k == _INF:
                 break
-            if _exp(k - c - slack) > best[0]:  # no entry from here on ranks lower
+            if _exp(k - c - slack) - noise > best[0]:  # no entry from here on ranks lower
                 break
             s = value(entry)
             if s < best[0] or (s == best[0] and seq < best[1]):
@@ -201,6 +226,7 @@ class Order:
         """``(pinned, unpinned)``: the unpinned ones may score ``limit`` or more (a superset),
         each list by ``(key, seq)`` largest first."""
         bound = -_INF
+        limit -= self._noise
         if limit > 0.0:
             c = self._c(now_us)
             bound = math.log(limit) + c - _slack(c)
@@ -215,7 +241,7 @@ class Order:
         found: dict[int, Entry[Any, Any]] = {}
         if limit > 0.0:
             c = self._c(now_us)
-            bound = math.log(limit) + c + _slack(c)
+            bound = math.log(limit + self._noise) + c + _slack(c)
             for k, seq, entry in self.keys.ascending_from(_LOWEST):
                 if k >= bound:
                     break

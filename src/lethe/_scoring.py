@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from lethe._entry import Entry
-from lethe.decay._protocol import is_builtin
+from lethe.decay._protocol import checked_score, is_async, is_builtin
 from lethe.decay._registry import by_name
 
 _INF = math.inf
@@ -74,15 +74,9 @@ class Scorer:
             return self._raw(entry, now_us)
         assert self._checked is not None
         value = self._checked(entry, now)
-        if type(value) is not float:
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise ValueError(
-                    f"decay_fn returned {value!r} for key {entry.key!r}; it must return a number"
-                )
-            value = float(value)
-        if value != value or value in (_INF, -_INF):
-            raise ValueError(f"decay_fn returned {value!r} for key {entry.key!r}; it must be finite")
-        return value
+        if type(value) is float and value - value == 0.0:  # finite: the common case, checked cheaply
+            return value
+        return checked_score(value, entry.key)
 
     def one(self, entry: Entry[Any, Any], now: datetime, now_us: float) -> float:
         """The entry's score: 1.0 if pinned, 0.0 if expired, else clamp(raw * importance)."""
@@ -159,4 +153,6 @@ def make_scorer(decay_fn: object, half_life: float | timedelta) -> Scorer:
             "decay_fn must be a built-in name, an object with score(entry, now), "
             f"or a callable (entry, now) -> float; got {type(decay_fn).__name__}"
         )
+    if is_async(decay_fn):
+        raise TypeError("decay_fn is an async def; a decay function must return a number, not an awaitable")
     return Scorer(decay_fn)

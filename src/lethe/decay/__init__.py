@@ -25,7 +25,7 @@ from lethe.decay._combinators import (
     priority_blend,
 )
 from lethe.decay._field import AdaptiveDecay, EbbinghausLTP, PowerLaw, SoftFloor, StabilityExponential
-from lethe.decay._fsrs import FSRS, FSRS6_DEFAULT_PARAMETERS
+from lethe.decay._fsrs import FSRS, FSRS6_DEFAULT_PARAMETERS, FSRS6_PARAMETER_BOUNDS
 from lethe.decay._protocol import DecayFunction
 from lethe.decay._registry import BUILTINS, by_name, from_dict
 
@@ -34,6 +34,7 @@ __all__ = [
     "BUILTINS",
     "FSRS",
     "FSRS6_DEFAULT_PARAMETERS",
+    "FSRS6_PARAMETER_BOUNDS",
     "AccessFrequency",
     "AccessWeighted",
     "AdaptiveDecay",

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from lethe._clock import seconds, to_us
 from lethe._entry import Entry
+from lethe._reprs import short_repr
 from lethe.decay._protocol import finite_in, finite_positive
 
 __all__ = ["ACTR", "AccessWeighted", "Exponential"]
@@ -79,7 +80,7 @@ class Exponential:
 
     def time_until(self, entry: Entry[Any, Any], score: float) -> float | None:
         """Seconds after the last access at which the raw score falls to ``score``."""
-        return self.half_life * math.log2(1.0 / score) if score > 0.0 else None
+        return self.half_life * -math.log2(score) if score > 0.0 else None
 
     def to_dict(self) -> dict[str, Any]:
         """Name and parameters, JSON-ready."""
@@ -142,7 +143,7 @@ class AccessWeighted:
         """Seconds after the last access at which the raw score falls to ``score``."""
         if score <= 0.0:
             return None
-        return self.effective_half_life(entry.access_count) * math.log2(1.0 / score)
+        return self.effective_half_life(entry.access_count) * -math.log2(score)
 
     def to_dict(self) -> dict[str, Any]:
         """Name and parameters, JSON-ready."""
@@ -205,11 +206,11 @@ class ACTR:
         secs = seconds(half_life, "half_life")
         d = finite_in(decay, "decay", 0.0, 1.0)
         if d in (0.0, 1.0):
-            raise ValueError(f"decay must be strictly between 0 and 1, got {decay!r}")
+            raise ValueError(f"decay must be strictly between 0 and 1, got {short_repr(decay)}")
         s = finite_positive(noise, "noise")
         given = None if threshold is None else finite_in(threshold, "threshold", -1e300, 1e300)
         if isinstance(history, bool) or not isinstance(history, int) or not 1 <= history <= 10_000:
-            raise ValueError(f"history must be an int between 1 and 10000, got {history!r}")
+            raise ValueError(f"history must be an int between 1 and 10000, got {short_repr(history)}")
         object.__setattr__(self, "half_life", secs)
         object.__setattr__(self, "decay", d)
         object.__setattr__(self, "noise", s)
@@ -295,7 +296,7 @@ class ACTR:
         times: list[float] = []
         for t in data:
             if isinstance(t, bool) or not isinstance(t, (int, float)) or not -1e18 < t < 1e18:
-                raise ValueError(f"decay_state holds a bad access time: {t!r}")
+                raise ValueError(f"decay_state holds a bad access time: {short_repr(t)}")
             times.append(float(t))
         return tuple(sorted(times))
 

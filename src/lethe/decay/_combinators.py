@@ -11,9 +11,10 @@ from typing import Any, ClassVar
 
 from lethe._clock import from_us, seconds, to_us
 from lethe._entry import Entry, evolve
+from lethe._reprs import short_repr
 from lethe.decay._classic import Exponential
 from lethe.decay._field import StabilityExponential
-from lethe.decay._protocol import finite_in, is_builtin
+from lethe.decay._protocol import checked_score, finite_in, is_async, is_builtin
 
 __all__ = [
     "AccessFrequency",
@@ -57,6 +58,8 @@ class Picked(tuple[Any, ...]):
 def _check_fn(fn: object, name: str) -> Any:
     if not callable(getattr(fn, "score", None)) and not callable(fn):
         raise TypeError(f"{name} must be a decay function (score(entry, now)) or a callable, got {type(fn).__name__}")
+    if is_async(fn):
+        raise TypeError(f"{name} is an async def; a decay function must return a number, not an awaitable")
     return fn
 
 
@@ -77,9 +80,9 @@ def _child_raw(fn: Any, entry: Entry[Any, Any], now_us: float) -> float:
             return v
     score = getattr(fn, "score", None)
     value = (score if callable(score) else fn)(entry, from_us(now_us))
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"decay function {fn!r} returned {value!r} for key {entry.key!r}; it must be a finite number")
-    return float(value)
+    if type(value) is float and value - value == 0.0:  # finite: the common case, checked cheaply
+        return value
+    return checked_score(value, entry.key, f"decay_fn (its part {short_repr(fn)})")
 
 
 def _child_rehearse(fn: Any, entry: Entry[Any, Any], now_us: float) -> Any:
@@ -114,7 +117,7 @@ def _load(fn: Any, data: Any) -> Any:
     if callable(load):
         return load(data)
     if data is not None and is_builtin(fn):
-        raise ValueError(f"{fn!r} keeps no decay_state, got {data!r}")
+        raise ValueError(f"{short_repr(fn)} keeps no decay_state, got {short_repr(data)}")
     return data
 
 
@@ -251,7 +254,7 @@ class Blend(_Children):
         pairs: list[tuple[Any, float]] = []
         for i, pair in enumerate(items):
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise ValueError(f"weights[{i}] must be a (function, weight) pair, got {pair!r}")
+                raise ValueError(f"weights[{i}] must be a (function, weight) pair, got {short_repr(pair)}")
             fn, w = pair
             pairs.append((_check_fn(fn, f"weights[{i}] function"), finite_in(w, f"weights[{i}] weight", 0.0, 1e12)))
         total = math.fsum(w for _, w in pairs)
@@ -333,12 +336,12 @@ class ByMetadata:
         pairs: list[tuple[Hashable, Any]] = []
         for i, pair in enumerate(items):
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise ValueError(f"choices[{i}] must be a (value, function) pair, got {pair!r}")
+                raise ValueError(f"choices[{i}] must be a (value, function) pair, got {short_repr(pair)}")
             value, fn = pair
             if not isinstance(value, (str, int, float, bool)) and value is not None:
                 raise TypeError(f"choices[{i}] value must be a str, number, bool or None, got {type(value).__name__}")
             if any(v == value and type(v) is type(value) for v, _ in pairs):
-                raise ValueError(f"choices lists {value!r} twice")
+                raise ValueError(f"choices lists {short_repr(value)} twice")
             pairs.append((value, _check_fn(fn, f"choices[{value!r}]")))
         object.__setattr__(self, "key", key)
         object.__setattr__(self, "choices", tuple(pairs))
@@ -387,7 +390,7 @@ class ByMetadata:
             raise ValueError("decay_state must be null or [choice index, child state]")
         i = data[0]
         if isinstance(i, bool) or not isinstance(i, int) or not -1 <= i < len(self.choices):
-            raise ValueError(f"decay_state has a bad choice index: {i!r}")
+            raise ValueError(f"decay_state has a bad choice index: {short_repr(i)}")
         return Picked((i, _load(self._fn_at(i), data[1])))
 
     def to_dict(self) -> dict[str, Any]:
@@ -523,7 +526,7 @@ class AccessFrequency:
     def __init__(self, saturation: float = 100.0) -> None:
         s = finite_in(saturation, "saturation", 0.0, 1e12)
         if s <= 0.0:
-            raise ValueError(f"saturation must be positive, got {saturation!r}")
+            raise ValueError(f"saturation must be positive, got {short_repr(saturation)}")
         object.__setattr__(self, "saturation", s)
 
     def score(self, entry: Entry[Any, Any], now: datetime) -> float:

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from lethe._clock import seconds, to_us
 from lethe._entry import Entry
+from lethe._reprs import short_repr
 from lethe.decay._protocol import finite_in, finite_positive
 
 __all__ = ["AdaptiveDecay", "EbbinghausLTP", "PowerLaw", "SoftFloor", "StabilityExponential"]
@@ -18,6 +19,7 @@ _HOUR = timedelta(hours=1)
 _DAY_US = 86_400e6
 _HOUR_US = 3_600e6
 _BIG = 1e6
+_LN2 = math.log(2.0)
 
 
 def _unit(value: object) -> float:
@@ -209,13 +211,27 @@ class StabilityExponential:
         elapsed = now_us - entry.accessed_us
         if elapsed <= 0.0:
             return 1.0
-        return math.exp(-elapsed / (self._half_life_us * imp) * self.growth**-entry.access_count)
+        try:
+            r = math.exp(-elapsed / (self._half_life_us * imp) * self.growth**-entry.access_count)
+        except ZeroDivisionError:  # half-life times importance underflowed to 0
+            return self._extreme(entry, elapsed)
+        return r if r == r else self._extreme(entry, elapsed)  # NaN: an infinite quotient times 0
+
+    def _extreme(self, entry: Entry[Any, Any], elapsed: float) -> float:
+        """``_raw`` where its factors under- or overflow: the same formula in logarithms."""
+        log_x = (
+            math.log(elapsed)
+            - math.log(self._half_life_us)
+            - math.log(entry.importance)
+            - entry.access_count * math.log(self.growth)
+        )
+        return 0.0 if log_x > 709.0 else math.exp(-math.exp(log_x))
 
     def time_until(self, entry: Entry[Any, Any], score: float) -> float | None:
         """Seconds after the last access at which ``R`` falls to ``score``."""
         if score <= 0.0 or entry.importance <= 0.0:
             return None if score <= 0.0 else 0.0
-        return self.stability(entry) * math.log(1.0 / score) if score < 1.0 else 0.0
+        return self.stability(entry) * -math.log(score) if score < 1.0 else 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """Name and parameters, JSON-ready."""
@@ -239,7 +255,7 @@ def _multipliers(value: object) -> tuple[tuple[str, float], ...]:
     out: dict[str, float] = {}
     for pair in items:
         if not isinstance(pair, (list, tuple)) or len(pair) != 2:
-            raise ValueError(f"type_multipliers: bad item {pair!r}")
+            raise ValueError(f"type_multipliers: bad item {short_repr(pair)}")
         key, mult = pair
         if not isinstance(key, str):
             raise TypeError(f"type_multipliers keys must be str, got {type(key).__name__}")
@@ -426,7 +442,12 @@ class PowerLaw:
 
     Args:
         half_life: Time at which the score is 0.5 (``timedelta`` or seconds, > 0).
-        exponent: The tail exponent (> 0); smaller means a longer tail.
+        exponent: The tail exponent, 0.001 .. 1000; smaller means a longer tail.  Below
+            about 0.001, ``2 ** (1 / exponent)`` overflows a float and ``k`` is 0.
+
+    Raises:
+        ValueError, TypeError: a bad ``half_life`` or ``exponent``, or a pair whose time
+            scale ``k * half_life`` underflows to zero (scores would divide by it).
 
     >>> from datetime import datetime, timedelta, timezone
     >>> from lethe import Entry
@@ -445,10 +466,20 @@ class PowerLaw:
         secs = seconds(half_life, "half_life")
         p = finite_in(exponent, "exponent", 0.0, 1e3)
         if p <= 0.0:
-            raise ValueError(f"exponent must be positive, got {exponent!r}")
+            raise ValueError(f"exponent must be positive, got {short_repr(exponent)}")
+        try:
+            k = 1.0 / math.expm1(_LN2 / p)
+        except OverflowError:
+            raise ValueError(f"exponent must be at least about 0.001, got {short_repr(exponent)}") from None
+        scale_us = k * secs * 1e6
+        if not scale_us > 0.0:
+            raise ValueError(
+                f"half_life ({short_repr(secs)} s) with exponent {short_repr(p)} gives a time scale "
+                "k * half_life that underflows to 0; use a longer half_life or a larger exponent"
+            )
         object.__setattr__(self, "half_life", secs)
         object.__setattr__(self, "exponent", p)
-        object.__setattr__(self, "_scale_us", self.k * secs * 1e6)
+        object.__setattr__(self, "_scale_us", scale_us)
 
     @property
     def k(self) -> float:
@@ -467,12 +498,15 @@ class PowerLaw:
         return raw
 
     def time_until(self, entry: Entry[Any, Any], score: float) -> float | None:
-        """Seconds after the last access at which the raw score falls to ``score``."""
+        """Seconds after the last access at which the raw score falls to ``score`` (``inf`` if it overflows)."""
         if score <= 0.0:
             return None
         if score >= 1.0:
             return 0.0
-        return (math.pow(score, -1.0 / self.exponent) - 1.0) * self.k * self.half_life
+        try:
+            return (math.pow(score, -1.0 / self.exponent) - 1.0) * self.k * self.half_life
+        except OverflowError:  # too far to be a float: beyond any representable time
+            return math.inf
 
     def to_dict(self) -> dict[str, Any]:
         """Name and parameters, JSON-ready."""

@@ -10,8 +10,10 @@ from typing import Any, ClassVar
 
 from lethe._clock import to_us
 from lethe._entry import Entry
+from lethe._reprs import short_repr
+from lethe.decay._protocol import finite_in
 
-__all__ = ["FSRS", "FSRS6_DEFAULT_PARAMETERS"]
+__all__ = ["FSRS", "FSRS6_DEFAULT_PARAMETERS", "FSRS6_PARAMETER_BOUNDS"]
 
 #: The published FSRS-6 default weights ``w[0]..w[20]`` (py-fsrs ``DEFAULT_PARAMETERS``).
 FSRS6_DEFAULT_PARAMETERS: tuple[float, ...] = (
@@ -38,10 +40,39 @@ FSRS6_DEFAULT_PARAMETERS: tuple[float, ...] = (
     0.1542,
 )
 
+#: The range of each weight: py-fsrs's ``LOWER_BOUNDS_PARAMETERS`` and
+#: ``UPPER_BOUNDS_PARAMETERS``, to which its optimizer clamps every weight it fits.
+#: Outside them the model's exponentials overflow or its curve stops falling.
+FSRS6_PARAMETER_BOUNDS: tuple[tuple[float, float], ...] = (
+    (0.001, 100.0),
+    (0.001, 100.0),
+    (0.001, 100.0),
+    (0.001, 100.0),
+    (1.0, 10.0),
+    (0.001, 4.0),
+    (0.001, 4.0),
+    (0.001, 0.75),
+    (0.0, 4.5),
+    (0.0, 0.8),
+    (0.001, 3.5),
+    (0.001, 5.0),
+    (0.001, 0.25),
+    (0.001, 0.9),
+    (0.0, 4.0),
+    (0.0, 1.0),
+    (1.0, 6.0),
+    (0.0, 2.0),
+    (0.0, 2.0),
+    (0.0, 0.8),
+    (0.1, 0.8),
+)
+
 _DAY_US = 86_400e6
 _GOOD = 3
 _EASY = 4
 _S_MIN = 0.001
+# Stability never exceeds 100 years (fsrs-rs's S_MAX, 36500 days): it stays finite however often reviewed.
+_S_MAX = 36_500.0
 
 
 def _clamp_d(d: float) -> float:
@@ -75,8 +106,15 @@ class FSRS:
     half-life parameter: :attr:`half_life` is the time at which a
     once-inserted entry reaches 0.5 (about 208 days with the defaults).
 
+    Stability is kept within 0.001 .. 36500 days (fsrs-rs's ``S_MIN`` and ``S_MAX``).
+
     Args:
         parameters: The 21 weights ``w``; the published FSRS-6 defaults if omitted.
+            Each must lie in the range py-fsrs's optimizer clamps it to
+            (:data:`FSRS6_PARAMETER_BOUNDS`).
+
+    Raises:
+        ValueError: not 21 numbers, or a weight out of its range (the message names it).
 
     >>> from datetime import datetime, timedelta, timezone
     >>> from lethe import Entry
@@ -100,17 +138,10 @@ class FSRS:
             raise ValueError("parameters must be a sequence of 21 numbers (FSRS-6 weights w[0]..w[20])")
         w: list[float] = []
         for i, v in enumerate(given):
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise ValueError(f"parameters[{i}] must be a finite number, got {v!r}")
-            w.append(float(v))
-        for i in (2, 20):
-            if w[i] <= 0.0:
-                raise ValueError(f"parameters[{i}] must be positive, got {w[i]!r}")
-        for i in (7, 9, 10, 19):
-            if w[i] < 0.0:
-                raise ValueError(f"parameters[{i}] must be >= 0, got {w[i]!r}")
-        if w[7] > 1.0:
-            raise ValueError(f"parameters[7] must be at most 1, got {w[7]!r}")
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise ValueError(f"parameters[{i}] must be a finite number, got {short_repr(v)}")
+            low, high = FSRS6_PARAMETER_BOUNDS[i]
+            w.append(finite_in(v, f"parameters[{i}]", low, high))
         decay = w[20]
         object.__setattr__(self, "parameters", tuple(w))
         object.__setattr__(self, "_decay", decay)
@@ -165,7 +196,7 @@ class FSRS:
             r = self.retrievability(elapsed_days, s)
             s_new = s * (1.0 + math.exp(w[8]) * (11.0 - d) * s ** -w[9] * math.expm1(w[10] * (1.0 - r)))
         d_new = _clamp_d(w[7] * self._d_easy + (1.0 - w[7]) * d)
-        return (max(s_new, _S_MIN), d_new)
+        return (_S_MIN if s_new < _S_MIN else (_S_MAX if s_new > _S_MAX else s_new), d_new)
 
     def rehearse(self, entry: Entry[Any, Any], now: datetime) -> tuple[float, float]:
         """The new ``decay_state`` ``(S, D)`` after a rehearsal (a Good review) at ``now``."""
@@ -177,13 +208,16 @@ class FSRS:
         return self.review(s, d, elapsed)
 
     def time_until(self, entry: Entry[Any, Any], score: float) -> float | None:
-        """Seconds after the last review at which ``R`` falls to ``score``."""
+        """Seconds after the last review at which ``R`` falls to ``score`` (``inf`` if it overflows)."""
         if score <= 0.0:
             return None
         if score >= 1.0:
             return 0.0
         s: float = self.state(entry)[0]
-        return s * (math.pow(score, -1.0 / self._decay) - 1.0) / self._factor * 86_400.0
+        try:
+            return s * (math.pow(score, -1.0 / self._decay) - 1.0) / self._factor * 86_400.0
+        except OverflowError:  # too far to be a float: beyond any representable time
+            return math.inf
 
     def dump_state(self, state: tuple[float, float]) -> list[float]:
         """``decay_state`` as JSON: ``[S, D]``."""
@@ -197,10 +231,10 @@ class FSRS:
             raise ValueError("decay_state must be null or [stability, difficulty]")
         for v in data:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise ValueError(f"decay_state holds a bad number: {v!r}")
+                raise ValueError(f"decay_state holds a bad number: {short_repr(v)}")
         s, d = float(data[0]), float(data[1])
         if s <= 0.0 or not 1.0 <= d <= 10.0:
-            raise ValueError(f"decay_state needs stability > 0 and difficulty in 1..10, got {data!r}")
+            raise ValueError(f"decay_state needs stability > 0 and difficulty in 1..10, got {short_repr(data)}")
         return (s, d)
 
     def to_dict(self) -> dict[str, Any]:

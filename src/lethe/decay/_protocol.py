@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
 from datetime import datetime
@@ -9,6 +10,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from lethe._clock import from_us
 from lethe._entry import Entry
+from lethe._reprs import short_repr
 
 __all__ = ["DecayCallable", "DecayFunction", "is_builtin"]
 
@@ -70,6 +72,45 @@ def is_builtin(fn: object) -> bool:
     return type(fn).__module__.startswith("lethe.decay.")
 
 
+def is_async(fn: object) -> bool:
+    """Whether ``fn`` (or its ``score``) is an ``async def``: it returns awaitables, not scores."""
+    score = getattr(fn, "score", None)
+    if callable(score):
+        return inspect.iscoroutinefunction(score)
+    call = vars(type(fn)).get("__call__")  # an object whose __call__ is an async def
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
+
+
+def checked_score(value: object, key: object, where: str = "decay_fn") -> float:
+    """A custom decay function's result as a finite float.
+
+    Raises:
+        TypeError: ``value`` is an awaitable (an ``async def`` score); it is closed first,
+            so no "coroutine was never awaited" warning follows.
+        ValueError: ``value`` is not a number, is NaN or infinite, or an int beyond
+            float range.  Messages name ``where`` and the key, with bounded reprs.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if inspect.isawaitable(value):
+            close = getattr(value, "close", None)
+            if callable(close):
+                close()
+            raise TypeError(
+                f"{where} returned an awaitable for key {short_repr(key)}; "
+                "it must return a number (an async def cannot be a decay function)"
+            )
+        raise ValueError(f"{where} returned {short_repr(value)} for key {short_repr(key)}; it must return a number")
+    try:
+        f = float(value)
+    except OverflowError:
+        raise ValueError(
+            f"{where} returned {short_repr(value)} for key {short_repr(key)}; it must fit in a float"
+        ) from None
+    if f != f or f in (math.inf, -math.inf):
+        raise ValueError(f"{where} returned {short_repr(value)} for key {short_repr(key)}; it must be finite")
+    return f
+
+
 def finite_positive(value: object, name: str) -> float:
     """``value`` as a positive finite float, else ValueError/TypeError naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -77,9 +118,9 @@ def finite_positive(value: object, name: str) -> float:
     try:
         f = float(value)
     except OverflowError:
-        raise ValueError(f"{name} must be finite, got {value!r}") from None
+        raise ValueError(f"{name} must be finite, got {short_repr(value)}") from None
     if not (0.0 < f < math.inf):
-        raise ValueError(f"{name} must be positive and finite, got {value!r}")
+        raise ValueError(f"{name} must be positive and finite, got {short_repr(value)}")
     return f
 
 
@@ -90,9 +131,9 @@ def finite_in(value: object, name: str, low: float, high: float) -> float:
     try:
         f = float(value)
     except OverflowError:
-        raise ValueError(f"{name} must be between {low} and {high}, got {value!r}") from None
+        raise ValueError(f"{name} must be between {low} and {high}, got {short_repr(value)}") from None
     if not (low <= f <= high):
-        raise ValueError(f"{name} must be between {low} and {high}, got {value!r}")
+        raise ValueError(f"{name} must be between {low} and {high}, got {short_repr(value)}")
     return f
 
 

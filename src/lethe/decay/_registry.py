@@ -9,6 +9,7 @@ from types import MappingProxyType
 from typing import Any
 
 from lethe._clock import seconds
+from lethe._reprs import short_repr
 from lethe.decay._classic import ACTR, AccessWeighted, Exponential
 from lethe.decay._combinators import AccessFrequency, Blend, ByMetadata, Importance, Product, Recency
 from lethe.decay._field import AdaptiveDecay, EbbinghausLTP, PowerLaw, SoftFloor, StabilityExponential
@@ -89,7 +90,9 @@ def by_name(name: str, half_life: timedelta | float) -> Any:
     try:
         factory = BUILTINS[name]
     except (KeyError, TypeError):
-        raise ValueError(f"decay_fn: unknown decay function {name!r}; choose one of {sorted(BUILTINS)}") from None
+        raise ValueError(
+            f"decay_fn: unknown decay function {short_repr(name)}; choose one of {sorted(BUILTINS)}"
+        ) from None
     special = _FROM_HALF_LIFE.get(name)
     if special is not None:
         return special(half_life)
@@ -108,7 +111,7 @@ def _build(data: object, where: str, depth: int) -> Any:
     params = dict(data)
     name = params.pop("name", None)
     if not isinstance(name, str):
-        raise ValueError(f"{where}.name: unknown decay function {name!r}; choose one of {_known()}")
+        raise ValueError(f"{where}.name: unknown decay function {short_repr(name)}; choose one of {_known()}")
     if name == "product":
         fns = params.pop("functions", None)
         if not isinstance(fns, list) or params:
@@ -136,11 +139,11 @@ def _build(data: object, where: str, depth: int) -> Any:
         return _call(ByMetadata, key, picked, _build(default, f"{where}.default", depth + 1), where=where)
     factory = BUILTINS.get(name) or _PARTS.get(name)
     if factory is None:
-        raise ValueError(f"{where}.name: unknown decay function {name!r}; choose one of {_known()}")
+        raise ValueError(f"{where}.name: unknown decay function {short_repr(name)}; choose one of {_known()}")
     try:
         return factory(**params)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{where}: bad parameters for {name!r}: {exc}") from None
+        raise ValueError(f"{where}: bad parameters for {short_repr(name)}: {exc}") from None
 
 
 def _call(factory: _Factory, *args: Any, where: str) -> Any:
