@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from lethe import Entry, Memory
-from lethe.decay import AccessWeighted, Exponential
+from lethe.decay import ACTR, AccessWeighted, Exponential
 
 from .conftest import HOUR, START, Clock
 
@@ -36,16 +36,20 @@ class TestReplace:
             assert moved.decay_fn == cls(half_life=7200)
 
     def test_a_builtin_with_its_own_half_life_is_kept(self, make: Any) -> None:
-        own = Exponential(half_life=60)
-        mem = make(decay_fn=own, half_life=3600)
-        moved = mem.__replace__(half_life=7200)
-        assert moved.half_life == 7200.0
-        assert moved.decay_fn == own
+        own = ACTR(half_life=60, decay=0.3)  # not what the name "actr" builds
+        mem = make(decay_fn=own)
+        assert mem.half_life == 60.0
+        assert mem.__replace__(max_entries=5).decay_fn == own
+        # The half-life in use is the function's: a different one is refused, not ignored.
+        with pytest.raises(ValueError, match=r"^half_life: 7200 s is not the half-life of decay_fn ACTR"):
+            mem.__replace__(half_life=7200)
 
     def test_an_explicit_decay_fn_wins_over_following(self, make: Any) -> None:
         mem = make(half_life=3600)
-        moved = mem.__replace__(half_life=7200, decay_fn=Exponential(half_life=10))
-        assert moved.decay_fn == Exponential(half_life=10)
+        moved = mem.__replace__(half_life=7200, decay_fn=AccessWeighted(half_life=7200))
+        assert moved.decay_fn == AccessWeighted(half_life=7200)
+        with pytest.raises(ValueError, match=r"^half_life"):
+            mem.__replace__(half_life=7200, decay_fn=Exponential(half_life=10))
 
     def test_a_custom_decay_function_is_kept(self, make: Any) -> None:
         def flat(entry: Entry[Any, Any], now: Any) -> float:

@@ -259,7 +259,7 @@ def curve_points(model: Any, half_life: float, span: float, samples: int) -> lis
 
     start = datetime(2026, 1, 1, tzinfo=timezone.utc)
     clock = _Clock(start)
-    empty: Memory[str, str] = Memory(decay_fn=model, half_life=half_life, clock_fn=clock)
+    empty: Memory[str, str] = Memory(decay_fn=model, clock_fn=clock)  # model is built with half_life
     mem = empty.put("x", key="x")
     out = []
     for i in range(samples):
@@ -676,7 +676,7 @@ def simulate(path: str, model: str = "exponential", half_life: str = "1h", capac
             )
 
     mem: Memory[Any, Any] = Memory(
-        max_entries=capacity, decay_fn=fn, half_life=hl, summarize_fn=summarize, on_evict=evicted, clock_fn=clock
+        max_entries=capacity, decay_fn=fn, summarize_fn=summarize, on_evict=evicted, clock_fn=clock
     )
     try:
         size = Path(path).stat().st_size

@@ -7,7 +7,7 @@ import inspect
 import math
 import statistics
 from collections.abc import Callable, Hashable, Iterable, Iterator, KeysView, Mapping
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from datetime import datetime, timedelta
 from itertools import compress, islice
 from operator import attrgetter, eq
@@ -30,7 +30,7 @@ from lethe._expiry import expired as _expired
 from lethe._map import EMPTY, PersistentMap
 from lethe._order import Order
 from lethe._reprs import short_repr
-from lethe._scoring import Scorer, clamp, make_scorer
+from lethe._scoring import Scorer, check_call, clamp, make_scorer
 from lethe.decay._protocol import DecayCallable, DecayFunction
 from lethe.decay._registry import BUILTINS, by_name
 
@@ -81,9 +81,95 @@ def _check_threshold(value: object, name: str) -> float:
     return f
 
 
-def _check_hook(value: object, name: str) -> None:
-    if value is not None and not callable(value):
+def _check_hook(value: object, name: str, args: int | None = None, shape: str = "") -> None:
+    """Refuse a hook that is not callable or is ``async``; with ``args``, one that cannot
+    take that many positional arguments (``shape`` shows them in the message)."""
+    if value is None:
+        return
+    if not callable(value):
         raise TypeError(f"{name} must be callable or None, got {type(value).__name__}")
+    check_call(value, name, args, shape)
+
+
+class _DefaultHalfLife(timedelta):
+    """``Memory.half_life``'s default, one hour: a ``timedelta`` the memory can tell from
+    one given explicitly (a decay function with a half-life of its own overrides it)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "datetime.timedelta(seconds=3600)"
+
+
+_ONE_HOUR: timedelta = _DefaultHalfLife(hours=1)
+
+
+class _ThisMemory:
+    """The default of ``Memory``'s init-only ``_source``: read on a memory, it is that memory.
+
+    ``dataclasses.replace(mem, **changes)`` builds the new memory with
+    ``Memory(**fields)``, passing each init-only variable that has a default as
+    ``getattr(mem, name)``: through this descriptor the new memory's
+    ``__post_init__`` receives ``mem`` and keeps its entries, exactly as
+    :meth:`Memory.configure` does.
+    """
+
+    __slots__ = ()
+
+    def __get__(self, obj: object, owner: type | None = None) -> object:
+        return self if obj is None else obj
+
+    def __repr__(self) -> str:
+        return "<no source>"
+
+
+_THIS_MEMORY: Any = _ThisMemory()
+_FRESH = Entry(key=0, value=None, inserted_at=from_us(0.0), last_accessed_at=from_us(0.0))
+
+
+def _own_half_life(scorer: Scorer) -> float | None:
+    """Seconds after which an entry put once, never rehearsed, of importance 1 scores 0.5
+    under a built-in decay function (its declared ``half_life`` when that is so, else
+    found by bisection: scores never rise without a rehearsal).  None for a custom
+    function, or one under which such an entry never scores 0.5."""
+    if not scorer.is_builtin:
+        return None
+
+    def above(secs: float) -> bool:
+        us = secs * 1e6
+        return scorer.unclamped(_FRESH, from_us(us), us) > 0.5
+
+    try:
+        declared = getattr(scorer.fn, "half_life", None)
+        if type(declared) is float and 0.0 < declared < math.inf:
+            us = declared * 1e6
+            if math.isclose(scorer.unclamped(_FRESH, from_us(us), us), 0.5, rel_tol=1e-9):
+                return declared
+        if not above(0.0):
+            return None
+        low, high = 0.0, 1.0
+        while above(high):
+            low, high = high, high * 2.0
+            if high > 1e13:  # some 300,000 years
+                return None
+        for _ in range(200):
+            mid = (low + high) / 2.0
+            if not low < mid < high:
+                break
+            if above(mid):
+                low = mid
+            else:
+                high = mid
+    except Exception:  # a combinator's custom part that cannot score a bare entry: no half-life known
+        return None
+    return high
+
+
+def _without_decay_state(entries: PersistentMap[K, Entry[K, V]]) -> PersistentMap[K, Entry[K, V]]:
+    """``entries`` with every ``decay_state`` reset to None (after a change of decay function)."""
+    if all(e.decay_state is None for e in entries.values()):
+        return entries
+    return EMPTY.update({e.key: e if e.decay_state is None else evolve(e, decay_state=None) for e in entries.values()})
 
 
 def _hashable(key: object) -> None:
@@ -108,14 +194,26 @@ class Memory(Generic[K, V]):
         max_entries: Capacity (a positive int).  A new key at capacity evicts the
             lowest-scored unpinned entry (summarized first, reported to ``on_evict``).
         decay_fn: ``"exponential"``, ``"access_weighted"``, ``"actr"`` (alias
-            ``"combined"``), a :class:`~lethe.decay.DecayFunction` object, or any
-            callable ``(entry, now) -> float``.  Names are built with ``half_life``.
-        half_life: A ``timedelta`` or seconds (> 0); stored as seconds.
+            ``"combined"``), a :class:`~lethe.decay.DecayFunction` object (an
+            instance, not the class), or any callable ``(entry, now) -> float``.
+            Names are built with ``half_life``.
+        half_life: A ``timedelta`` or seconds (> 0), default one hour; stored as
+            seconds.  It is the half-life in use: the time after which a fresh,
+            never-rehearsed entry of importance 1 scores 0.5.  A built-in decay
+            object has its own: leave ``half_life`` out and the memory reports
+            the object's (giving a different one raises ValueError); so does
+            ``"fsrs"``, which has its own time scale.  With a custom decay
+            function it is only the half-life names are built with later (see
+            :meth:`configure`).
         eviction_threshold: Entries scoring below it are removed by :meth:`evict`.
         summarize_threshold: Entries scoring below it are summarized (>= ``eviction_threshold``).
         summarize_fn: ``entry -> summary``, run at most once per value of an entry.
         on_evict: Called with the tuple of entries each operation evicted.
         clock_fn: ``() -> aware datetime``; default ``datetime.now(timezone.utc)``.
+
+    Hooks and decay functions are plain (not ``async``) callables; one that
+    cannot take its arguments is refused when the memory is built.  Change the
+    configuration of a memory, keeping its entries, with :meth:`configure`.
 
     Raises:
         ValueError, TypeError: a parameter is invalid (the message names it).
@@ -130,7 +228,7 @@ class Memory(Generic[K, V]):
 
     max_entries: int = 1000
     decay_fn: str | DecayFunction | DecayCallable = "exponential"
-    half_life: timedelta | float = timedelta(hours=1)
+    half_life: timedelta | float = _ONE_HOUR
     eviction_threshold: float = 0.05
     summarize_threshold: float = 0.15
     summarize_fn: SummarizeFn | None = None
@@ -145,24 +243,54 @@ class Memory(Generic[K, V]):
     _order: Order | None = field(init=False, repr=False)
     _deadlines: Tree = field(init=False, repr=False)
     evicted: tuple[Entry[K, V], ...] = field(init=False, default=(), repr=False)
+    # Not configuration: the memory whose entries a new one keeps (dataclasses.replace, configure).
+    _source: InitVar[object] = _THIS_MEMORY
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, _source: object) -> None:
+        source: Memory[K, V] | None = None
+        if isinstance(_source, Memory):
+            source = _source
+        elif _source is not _THIS_MEMORY:
+            raise TypeError(f"_source must be a Memory, got {type(_source).__name__}")
         max_entries = self.max_entries
         if isinstance(max_entries, bool) or not isinstance(max_entries, int):
             raise TypeError(f"max_entries must be a positive int, got {type(max_entries).__name__}")
         if max_entries < 1:
             raise ValueError(f"max_entries must be a positive int, got {max_entries!r}")
+        if source is not None and len(source) > max_entries:
+            # Evicting here would run summarize_fn and on_evict behind the caller's back.
+            raise ValueError(f"max_entries={max_entries} is below the size ({len(source)}); evict first")
         half_life = seconds(self.half_life, "half_life")
+        # A half-life the caller did not choose (the default, or the one carried over) yields
+        # to the decay function's own; so does one a name was built with ("fsrs" ignores it).
+        chosen = type(self.half_life) is not _DefaultHalfLife
         eviction = _check_threshold(self.eviction_threshold, "eviction_threshold")
         summarize = _check_threshold(self.summarize_threshold, "summarize_threshold")
         if summarize < eviction:
             raise ValueError(
                 f"summarize_threshold ({summarize}) must be >= eviction_threshold ({eviction})"
             )
-        _check_hook(self.summarize_fn, "summarize_fn")
-        _check_hook(self.on_evict, "on_evict")
-        _check_hook(self.clock_fn, "clock_fn")
-        scorer = make_scorer(self.decay_fn, half_life)
+        _check_hook(self.summarize_fn, "summarize_fn", 1, "(entry)")
+        _check_hook(self.on_evict, "on_evict", 1, "(entries)")
+        _check_hook(self.clock_fn, "clock_fn", 0, "()")
+        decay_fn: Any = self.decay_fn
+        if source is not None and half_life == source.half_life:
+            chosen = False
+        elif source is not None and decay_fn is source.decay_fn:
+            # A built-in the source made by name from its half-life follows the new one.
+            name = getattr(decay_fn, "name", None)
+            if isinstance(name, str) and name in BUILTINS and by_name(name, source.half_life) == decay_fn:
+                decay_fn = name
+        scorer = make_scorer(decay_fn, half_life)
+        own = _own_half_life(scorer)
+        if own is not None and not math.isclose(own, half_life, rel_tol=1e-9, abs_tol=1e-6):
+            if chosen and not isinstance(decay_fn, str):
+                raise ValueError(
+                    f"half_life: {half_life:.6g} s is not the half-life of decay_fn {scorer.fn!r:.100} "
+                    f"({own:.6g} s: a fresh entry scores 0.5 then); leave half_life out, "
+                    "or pass a decay_fn built with it"
+                )
+            half_life = own
         set_ = object.__setattr__
         set_(self, "half_life", half_life)
         set_(self, "eviction_threshold", eviction)
@@ -176,6 +304,15 @@ class Memory(Generic[K, V]):
         set_(self, "_latest_us", _NEVER)
         set_(self, "_order", None if scorer.rate_us is None else Order(scorer.rate_us))
         set_(self, "_deadlines", _expiry.NONE)
+        if source is not None:
+            entries = source._entries
+            if scorer.fn != source.decay_fn:
+                # Model-private state (ACT-R's access times, FSRS's stability) means nothing
+                # to another function; the access count and last access carry over.
+                entries = _without_decay_state(entries)
+            kept = self._restored(entries, source._next_key, source._next_seq, source._latest, source._latest_us)
+            for name in ("_entries", "_order", "_deadlines", "_next_key", "_next_seq", "_latest", "_latest_us"):
+                set_(self, name, getattr(kept, name))
 
     # -- versions ---------------------------------------------------------
 
@@ -1142,28 +1279,49 @@ class Memory(Generic[K, V]):
     def __repr__(self) -> str:
         return f"Memory(size={len(self)}, max_entries={self.max_entries}, decay_fn={self.decay_fn!r})"
 
-    def __replace__(self, **changes: Any) -> Memory[K, V]:
-        """A memory with the same entries and changed configuration (``copy.replace``).
+    def configure(self, **changes: Any) -> Memory[K, V]:
+        """A memory with the same entries under a changed configuration.
+
+        ``changes`` are any of the constructor's fields (``max_entries``,
+        ``decay_fn``, ``half_life``, the thresholds and the hooks), validated as
+        the constructor does; the others stay as they are.  The new memory keeps
+        every entry, key generation, put order and the latest moment the clock
+        showed; scores and the index follow the new configuration.
+        ``copy.replace(mem, **changes)`` (Python 3.13+) and
+        ``dataclasses.replace(mem, **changes)`` do the same.
+
+        * A decay function the memory built by name follows a new ``half_life``
+          (``"exponential"`` with ``half_life=7200`` becomes
+          ``Exponential(half_life=7200)``); one with a half-life of its own
+          refuses a different ``half_life``, unless a new ``decay_fn`` is given too.
+        * A new decay function resets every entry's ``decay_state`` (ACT-R's
+          access times, FSRS's stability and difficulty): the access count and
+          the last access carry over, and the new function starts from them.
+
+        Runtime complexity: O(n) to rebuild the index (and reset states).
 
         Raises:
-            ValueError: the new ``max_entries`` is smaller than the size.
+            TypeError: an unknown field (named), or a bad hook.
+            ValueError: a bad value; ``max_entries`` below the size (evicting here
+                would run the hooks behind your back: :meth:`evict` or
+                :meth:`delete` first).
+
+        >>> from datetime import datetime, timezone
+        >>> mem = Memory(clock_fn=lambda: datetime(2026, 1, 1, tzinfo=timezone.utc)).put("v", key="k")
+        >>> moved = mem.configure(half_life=7200, max_entries=10)
+        >>> moved.decay_fn, len(moved), moved.peek("k") == mem.peek("k")
+        (Exponential(half_life=7200.0), 1, True)
         """
         config = self._config()
         unknown = set(changes) - set(config)
         if unknown:
             raise TypeError(f"unknown configuration field(s): {sorted(unknown)}")
-        fn: Any = self.decay_fn
-        name = getattr(fn, "name", None)
-        name = name if isinstance(name, str) else ""
-        follows = "half_life" in changes and "decay_fn" not in changes and name in BUILTINS
-        # A built-in made from the memory's half-life (by name) follows the new one.
-        if follows and by_name(name, self.half_life) == fn:
-            config["decay_fn"] = name
         config.update(changes)
-        fresh: Memory[K, V] = Memory(**config)
-        if len(self) > fresh.max_entries:
-            raise ValueError(f"max_entries={fresh.max_entries} is below the size ({len(self)}); evict first")
-        return fresh._restored(self._entries, self._next_key, self._next_seq, self._latest, self._latest_us)
+        return Memory(**config, _source=self)
+
+    def __replace__(self, **changes: Any) -> Memory[K, V]:
+        """``copy.replace(mem, **changes)``: :meth:`configure`."""
+        return self.configure(**changes)
 
     def _restored(
         self,

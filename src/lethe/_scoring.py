@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -144,15 +145,48 @@ def clamp(value: float) -> float:
 
 
 def make_scorer(decay_fn: object, half_life: float | timedelta) -> Scorer:
-    """A :class:`Scorer` for ``decay_fn`` (a built-in name, a decay object or a callable)."""
+    """A :class:`Scorer` for ``decay_fn`` (a built-in name, a decay object or a callable).
+
+    Raises:
+        TypeError: ``decay_fn`` is a class (not an instance), is not callable, is
+            ``async``, or its ``score`` (or the callable) cannot take ``(entry, now)``.
+        ValueError: an unknown name.
+    """
     if isinstance(decay_fn, str):
         return Scorer(by_name(decay_fn, half_life))
+    if isinstance(decay_fn, type):
+        raise TypeError(f"decay_fn: pass an instance: {decay_fn.__name__}(), not the class")
     score = getattr(decay_fn, "score", None)
     if not callable(score) and not callable(decay_fn):
         raise TypeError(
             "decay_fn must be a built-in name, an object with score(entry, now), "
             f"or a callable (entry, now) -> float; got {type(decay_fn).__name__}"
         )
-    if is_async(decay_fn):
-        raise TypeError("decay_fn is an async def; a decay function must return a number, not an awaitable")
+    check_call(score if callable(score) else decay_fn, "decay_fn", 2, "(entry, now)")
+    rehearse = getattr(decay_fn, "rehearse", None)
+    if callable(rehearse):
+        check_call(rehearse, "decay_fn.rehearse", 2, "(entry, now)")
     return Scorer(decay_fn)
+
+
+def check_call(fn: object, name: str, args: int | None, shape: str) -> None:
+    """Refuse a hook the memory could not call: ``async``, or unable to take ``args`` positional arguments.
+
+    Callables without an introspectable signature (some built-ins) are accepted;
+    ``args=None`` checks only that ``fn`` is not ``async``.
+
+    Raises:
+        TypeError: naming ``name`` and the expected ``shape``, e.g. ``"(entry, now)"``.
+    """
+    if is_async(fn):
+        raise TypeError(f"{name} must be a plain callable {shape}, not async: the memory uses its result directly")
+    if args is None:
+        return
+    try:
+        signature = inspect.signature(fn)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(*range(args))
+    except TypeError:
+        raise TypeError(f"{name} must accept {shape}; its signature is {str(signature)[:80]}") from None

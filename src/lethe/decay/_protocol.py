@@ -73,12 +73,16 @@ def is_builtin(fn: object) -> bool:
 
 
 def is_async(fn: object) -> bool:
-    """Whether ``fn`` (or its ``score``) is an ``async def``: it returns awaitables, not scores."""
+    """Whether calling ``fn`` (or, for a decay object, its ``score``) returns an awaitable by
+    construction: an ``async def``, also as ``__call__``, or an async generator."""
     score = getattr(fn, "score", None)
-    if callable(score):
-        return inspect.iscoroutinefunction(score)
-    call = vars(type(fn)).get("__call__")  # an object whose __call__ is an async def
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
+    target = score if callable(score) else fn
+    if inspect.iscoroutinefunction(target) or inspect.isasyncgenfunction(target):
+        return True
+    if inspect.isfunction(target) or inspect.ismethod(target):
+        return False
+    call = next((vars(c)["__call__"] for c in type(target).__mro__ if "__call__" in vars(c)), None)
+    return inspect.iscoroutinefunction(call) or inspect.isasyncgenfunction(call)
 
 
 def checked_score(value: object, key: object, where: str = "decay_fn") -> float:
