@@ -480,6 +480,8 @@ class Memory(Generic[K, V]):
                     hash(pair[0])
                 except TypeError:
                     raise TypeError(f"items[{i}]: key must be hashable, got {type(pair[0]).__name__}") from None
+        if not pairs:  # as no put at all: the memory has not seen this clock reading
+            return self
         now, now_us = self._now()
         expires, deadline_us = _deadline(now_us, ttl_us, expires_at, deadline_us)
         entries = self._entries
