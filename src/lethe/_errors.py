@@ -24,3 +24,16 @@ class SummarizeError(LetheError, RuntimeError):
 
     The operation that called the hook had no effect.
     """
+
+
+class ClockWarning(UserWarning):
+    """A loaded memory has seen a later time than its clock now reads.
+
+    ``Memory.from_dict`` warns when the document's latest clock reading is
+    ahead of ``clock_fn()``: the memory never lets time run backwards, so it
+    scores as of that reading until the clock catches up.  Pass
+    ``shift_to=`` to move every instant of the document to the present.
+
+    >>> issubclass(ClockWarning, UserWarning)
+    True
+    """
