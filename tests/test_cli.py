@@ -173,7 +173,7 @@ def test_inspect_wrong_shape(tmp_path: Path) -> None:
         ("access_count", -1),
         ("importance", "high"),
         ("pinned", "yes"),
-        ("key", [1]),
+        ("key", {"k": 1}),
     ],
 )
 def test_inspect_malformed_entry(tmp_path: Path, field: str, bad: Any) -> None:

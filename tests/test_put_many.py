@@ -143,3 +143,13 @@ def test_put_many_in_bulk_rebuilds_and_stays_exact_far_from_the_origin() -> None
     after = bulk.evict()[0].next_eviction()
     assert after == chained.evict()[0].next_eviction()
     assert after == t[0] + timedelta(seconds=4, microseconds=906891)  # 1.5 * 2**-s < 0.05 from s = log2(30)
+
+
+def test_put_many_of_nothing_is_no_write() -> None:
+    now = {"t": datetime(2026, 1, 1, tzinfo=timezone.utc)}
+    mem: Memory[Any, Any] = Memory(half_life=600, clock_fn=lambda: now["t"]).put("a", key="a")
+    now["t"] += timedelta(hours=1)
+    empty = mem.put_many([])
+    now["t"] -= timedelta(hours=1)
+    # Like no put at all: the memory has not seen the later reading, so it scores at the clock's.
+    assert empty.score("a") == mem.score("a") == 1.0

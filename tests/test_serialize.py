@@ -61,7 +61,7 @@ def test_pickle_round_trip(clock: Clock) -> None:
         (lambda d: d["entries"][0].update(inserted_at="yesterday"), "inserted_at"),
         (lambda d: d["entries"][0].update(inserted_at="2026-01-01T00:00:00"), "inserted_at"),
         (lambda d: d["entries"][0].update(importance=-1), "importance"),
-        (lambda d: d["entries"][0].update(key=[1]), "key"),
+        (lambda d: d["entries"][0].update(key={"k": 1}), "key"),
         (lambda d: d["entries"][0].update(key=None), "key"),
         (lambda d: d["entries"][0].update(access_count=-1), "access_count"),
         (lambda d: d["entries"][0].update(pinned="yes"), "pinned"),

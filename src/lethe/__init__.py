@@ -15,12 +15,13 @@ lowest-scored entry is summarized and evicted, never silently dropped.
 
 from lethe._consolidate import jaccard_words
 from lethe._entry import Entry
-from lethe._errors import LetheError, MemoryFullError, SummarizeError
+from lethe._errors import ClockWarning, LetheError, MemoryFullError, SummarizeError
 from lethe._memory import Memory, Stats
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ClockWarning",
     "Entry",
     "LetheError",
     "Memory",

@@ -56,3 +56,15 @@ class SummarizeError(LetheError, RuntimeError):
 
 def _rebuild_summarize_error(message: str, key: Any, entry: Any) -> SummarizeError:
     return SummarizeError(message, key=key, entry=entry)
+
+class ClockWarning(UserWarning):
+    """A loaded memory has seen a later time than its clock now reads.
+
+    ``Memory.from_dict`` warns when the document's latest clock reading is
+    ahead of ``clock_fn()``: the memory never lets time run backwards, so it
+    scores as of that reading until the clock catches up.  Pass
+    ``shift_to=`` to move every instant of the document to the present.
+
+    >>> issubclass(ClockWarning, UserWarning)
+    True
+    """

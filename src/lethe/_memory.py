@@ -682,6 +682,8 @@ class Memory(Generic[K, V]):
                     hash(pair[0])
                 except TypeError:
                     raise TypeError(f"items[{i}]: key must be hashable, got {type(pair[0]).__name__}") from None
+        if not pairs:  # as no put at all: the memory has not seen this clock reading
+            return self
         now, now_us = self._now()
         expires, deadline_us = _deadline(now_us, ttl_us, expires_at, deadline_us)
         entries, order, deadlines, gone = self._unexpired(now_us)
@@ -1271,6 +1273,8 @@ class Memory(Generic[K, V]):
             return False
         if (self._next_key, self._next_seq) != (other._next_key, other._next_seq):
             return False
+        if self._latest_us != other._latest_us:  # time never runs back below it: it changes scores
+            return False
         theirs = other._entries
         return all(theirs.get(e.key) == e for e in self._entries.values())
 
@@ -1347,7 +1351,23 @@ class Memory(Generic[K, V]):
     # -- serialization ----------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """The memory as JSON types: configuration and entries (see :meth:`from_dict`)."""
+        """The memory as JSON types: configuration, entries and the latest clock reading (see :meth:`from_dict`).
+
+        Keys keep their type through JSON: str, int, bool and finite floats are
+        written as they are, a tuple (of those, None and tuples) as a list.
+
+        Runtime complexity: O(n) for n entries.
+
+        Raises:
+            ValueError: a key of another type (or a NaN or infinite float), which
+                could not be read back as itself; the message shows the key.
+
+        >>> from datetime import datetime, timezone
+        >>> mem = Memory(clock_fn=lambda: datetime(2026, 1, 1, tzinfo=timezone.utc)).put("v", key=("a", 1))
+        >>> data = mem.to_dict()
+        >>> data["entries"][0]["key"], data["latest"]
+        (['a', 1], '2026-01-01T00:00:00+00:00')
+        """
         from lethe._serialize import memory_to_dict
 
         return memory_to_dict(self)
@@ -1361,20 +1381,53 @@ class Memory(Generic[K, V]):
         summarize_fn: SummarizeFn | None = None,
         on_evict: EvictFn | None = None,
         clock_fn: ClockFn | None = None,
+        shift_to: datetime | None = None,
     ) -> Memory[Any, Any]:
         """Rebuild a memory from :meth:`to_dict` output.
 
         Hooks are not serialized: pass them again.  A memory saved with a custom
         decay function needs ``decay_fn``; one given here overrides the saved one.
-        Nothing named in ``data`` is imported, evaluated or called.
+        Each entry's ``decay_state`` is handed only to the function that wrote
+        it: when ``decay_fn`` differs from the saved one (a different built-in
+        or different parameters; a custom function counts as the same only as
+        another custom one), every ``decay_state`` is reset to None, while
+        ``access_count`` and ``last_accessed_at`` survive.  Nothing named in
+        ``data`` is imported, evaluated or called.
+
+        The memory keeps the latest clock reading it was saved with: it never
+        scores at an earlier time.  If that reading is ahead of ``clock_fn()``,
+        a :class:`~lethe.ClockWarning` says by how much.  ``shift_to`` (an aware
+        datetime) moves every instant of the document (access and insertion
+        times, deadlines, ACT-R access histories, the latest reading) by the
+        one delta that brings the latest reading to ``shift_to``.
+
+        Version-1 documents are still read, their optional fields taking the
+        defaults they had; a version-2 document must hold exactly the fields
+        :meth:`to_dict` writes.
+
+        Runtime complexity: O(n log n) for n entries.
 
         Raises:
-            ValueError, TypeError: ``data`` is malformed (the message names the field).
+            ValueError, TypeError: ``data`` is malformed (the message names the
+                field, e.g. ``entries[3].pinned: missing``), or ``shift_to`` is
+                not an aware datetime or moves an instant out of range.
+
+        >>> from datetime import datetime, timezone
+        >>> t = datetime(2026, 1, 1, tzinfo=timezone.utc)
+        >>> data = Memory(clock_fn=lambda: t).put("v", key="k").to_dict()
+        >>> later = datetime(2026, 6, 1, tzinfo=timezone.utc)
+        >>> Memory.from_dict(data, clock_fn=lambda: later, shift_to=later).peek("k").inserted_at == later
+        True
         """
         from lethe._serialize import memory_from_dict
 
         return memory_from_dict(
-            data, decay_fn=decay_fn, summarize_fn=summarize_fn, on_evict=on_evict, clock_fn=clock_fn
+            data,
+            decay_fn=decay_fn,
+            summarize_fn=summarize_fn,
+            on_evict=on_evict,
+            clock_fn=clock_fn,
+            shift_to=shift_to,
         )
 
 

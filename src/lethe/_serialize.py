@@ -2,28 +2,55 @@
 
 The format is plain data.  Reading it never imports, evaluates or calls
 anything named in it: built-in decay functions are looked up in a fixed table,
-and every field is checked before any entry is built.
+and every field is checked before any entry is built.  A version-2 document
+holds exactly the fields :func:`memory_to_dict` writes, at every level;
+version-1 documents (written before the latest clock reading was kept) are
+still read, their optional fields taking the defaults they always had.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import warnings
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from lethe._clock import to_us
-from lethe._entry import Entry, check_importance, freeze_metadata, make_entry
+from lethe._clock import seconds, to_us, utc_now
+from lethe._entry import Entry, check_importance, evolve, freeze_metadata, make_entry
+from lethe._errors import ClockWarning
 from lethe._map import EMPTY, PersistentMap
+from lethe._reprs import short_repr as _short
 from lethe.decay import _registry
+from lethe.decay._classic import ACTR
+from lethe.decay._combinators import Blend, ByMetadata, ChildStates, Picked, Product
 from lethe.decay._protocol import is_builtin
 
 if TYPE_CHECKING:
     from lethe._memory import Memory
 
 FORMAT = "lethe.memory"
-VERSION = 1
+VERSION = 2
 _CUSTOM = "custom"
+#: Rehearsals saturate ``access_count`` here (floats count exactly up to it).
+MAX_ACCESS_COUNT = 2**53
+#: How deeply tuple keys may nest.
+_MAX_DEPTH = 100
+_MEMORY_FIELDS = frozenset(
+    {
+        "format",
+        "version",
+        "max_entries",
+        "decay_fn",
+        "half_life",
+        "eviction_threshold",
+        "summarize_threshold",
+        "next_key",
+        "next_seq",
+        "latest",
+        "entries",
+    }
+)
 _ENTRY_FIELDS = frozenset(
     {
         "key",
@@ -43,6 +70,35 @@ _ENTRY_FIELDS = frozenset(
 )
 
 
+def _name(field: str) -> str:
+    """A field name from the data, cut short for an error message."""
+    return field if len(field) <= 60 else field[:57] + "..."
+
+
+class _Unwritable(Exception):
+    """A key (part) that JSON cannot carry with its type."""
+
+
+def _encode_key(key: Any, depth: int = 0) -> Any:
+    """``key`` as JSON: str, int, bool and finite floats as they are, a tuple as a list."""
+    t = type(key)
+    if t is str or t is int or t is bool or (t is float and math.isfinite(key)):
+        return key
+    if t is tuple and depth < _MAX_DEPTH:
+        return [None if k is None else _encode_key(k, depth + 1) for k in key]
+    raise _Unwritable
+
+
+def _decode_key(value: Any, depth: int = 0) -> Any:
+    """The inverse of :func:`_encode_key` (a list is a tuple: no key is a list)."""
+    t = type(value)
+    if t is str or t is int or t is bool or (t is float and math.isfinite(value)):
+        return value
+    if t is list and depth < _MAX_DEPTH:
+        return tuple(None if v is None else _decode_key(v, depth + 1) for v in value)
+    raise _Unwritable
+
+
 def _decay_to_dict(fn: Any) -> dict[str, Any]:
     to_dict = getattr(fn, "to_dict", None)
     if is_builtin(fn) and callable(to_dict):
@@ -52,13 +108,25 @@ def _decay_to_dict(fn: Any) -> dict[str, Any]:
 
 
 def entry_to_dict(e: Entry[Any, Any], decay_fn: Any) -> dict[str, Any]:
-    """One entry as JSON types."""
+    """One entry as JSON types.
+
+    Raises:
+        ValueError: the key is not one :func:`memory_from_dict` reads back with
+            its type (str, int, finite float, bool, or a tuple of those and None).
+    """
+    try:
+        key = _encode_key(e.key)
+    except _Unwritable:
+        raise ValueError(
+            f"key {_short(e.key)}: cannot be saved exactly; keys must be str, int, finite float, bool, "
+            "or tuples of those and None"
+        ) from None
     state = e.decay_state
     dump = getattr(decay_fn, "dump_state", None)
     if state is not None and callable(dump):
         state = dump(state)
     return {
-        "key": e.key,
+        "key": key,
         "value": e.value,
         "inserted_at": e.inserted_at.isoformat(),
         "last_accessed_at": e.last_accessed_at.isoformat(),
@@ -77,6 +145,7 @@ def entry_to_dict(e: Entry[Any, Any], decay_fn: Any) -> dict[str, Any]:
 def memory_to_dict(mem: Memory[Any, Any]) -> dict[str, Any]:
     """The whole memory as JSON types; entries in the order they were put."""
     entries = sorted(mem._entries.values(), key=lambda e: e.seq)
+    latest = mem._latest
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -87,32 +156,52 @@ def memory_to_dict(mem: Memory[Any, Any]) -> dict[str, Any]:
         "summarize_threshold": mem.summarize_threshold,
         "next_key": mem._next_key,
         "next_seq": mem._next_seq,
+        "latest": None if latest is None else latest.isoformat(),
         "entries": [entry_to_dict(e, mem.decay_fn) for e in entries],
     }
 
 
-def _field(data: Mapping[str, Any], name: str, where: str) -> Any:
+_MISSING: Any = object()
+
+
+def _field(data: Mapping[str, Any], name: str, where: str, default: Any = _MISSING) -> Any:
+    """``data[name]``; ``default`` if given and the field is absent, else ValueError naming it."""
     try:
         return data[name]
     except KeyError:
+        if default is not _MISSING:
+            return default
         raise ValueError(f"{where}{name}: missing") from None
 
 
-def _int(value: Any, where: str, low: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low or value > 2**62:
-        raise ValueError(f"{where}: expected an int >= {low}, got {value!r}")
+def _exact(data: Mapping[str, Any], fields: frozenset[str], where: str) -> None:
+    """ValueError naming the first missing or unknown field of ``data``."""
+    for name in sorted(fields):
+        _field(data, name, where)
+    unknown = sorted(map(str, set(data) - fields))
+    if unknown:
+        raise ValueError(f"{where}{_name(unknown[0])}: unknown field")
+
+
+def _int(value: Any, where: str, high: int | None = None) -> int:
+    """``value`` as an int >= 0 (and <= ``high``), else ValueError naming ``where``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{where}: expected an int >= 0, got {_short(value)}")
+    if value < 0 or (high is not None and value > high):
+        bound = "an int >= 0" if high is None else f"an int between 0 and 2**{high.bit_length() - 1}"
+        raise ValueError(f"{where}: expected {bound}, got {_short(value)}")
     return value
 
 
 def _bool(value: Any, where: str) -> bool:
     if not isinstance(value, bool):
-        raise ValueError(f"{where}: expected true or false, got {value!r}")
+        raise ValueError(f"{where}: expected true or false, got {_short(value)}")
     return value
 
 
 def _time(value: Any, where: str) -> tuple[datetime, float]:
     if not isinstance(value, str) or len(value) > 64:
-        raise ValueError(f"{where}: expected an ISO-8601 string, got {value!r:.80}")
+        raise ValueError(f"{where}: expected an ISO-8601 string, got {_short(value)}")
     text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
     try:
         moment = datetime.fromisoformat(text)
@@ -123,40 +212,70 @@ def _time(value: Any, where: str) -> tuple[datetime, float]:
 
 
 def _key(value: Any, where: str) -> Any:
-    if isinstance(value, bool) or value is None:
-        raise ValueError(f"{where}: keys must be ints, strings or finite floats, got {value!r}")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"{where}: keys must be finite, got {value!r}")
-    if not isinstance(value, (int, str, float)):
-        raise ValueError(f"{where}: keys must be ints, strings or finite floats, got {type(value).__name__}")
-    return value
+    try:
+        return _decode_key(value)
+    except _Unwritable:
+        raise ValueError(
+            f"{where}: keys must be strings, ints, finite floats, booleans, or lists (tuple keys) of those "
+            f"and null; got {_short(value)}"
+        ) from None
 
 
-def _entry(raw: Any, i: int, decay_fn: Any) -> Entry[Any, Any]:
+def _metadata(value: Any, where: str) -> Any:
+    """``value`` as entry metadata: an object whose keys, at every depth, are strings."""
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{where}: expected an object, got {_short(value)}")
+    stack: list[Any] = [value]
+    seen: set[int] = set()
+    while stack:
+        item = stack.pop()
+        if id(item) in seen:
+            continue
+        if isinstance(item, Mapping):
+            seen.add(id(item))
+            for k, v in item.items():
+                if not isinstance(k, str):
+                    raise ValueError(f"{where}: metadata keys must be strings at every depth, got {_short(k)}")
+                stack.append(v)
+        elif isinstance(item, (list, tuple)):
+            seen.add(id(item))
+            stack.extend(item)
+    return freeze_metadata(value)
+
+
+def _entry(raw: Any, i: int, decay_fn: Any, same_fn: bool, strict: bool) -> Entry[Any, Any]:
+    """Entry ``i`` of a document; ``same_fn``: whether ``decay_fn`` wrote its ``decay_state``."""
     where = f"entries[{i}]."
     if not isinstance(raw, Mapping):
         raise ValueError(f"entries[{i}]: expected an object, got {type(raw).__name__}")
-    unknown = set(raw) - _ENTRY_FIELDS
-    if unknown:
-        raise ValueError(f"{where}{sorted(map(str, unknown))[0]}: unknown field")
+    if strict:
+        _exact(raw, _ENTRY_FIELDS, where)
+    else:
+        unknown = set(raw) - _ENTRY_FIELDS
+        if unknown:
+            raise ValueError(f"{where}{_name(sorted(map(str, unknown))[0])}: unknown field")
+    # Version 1 left these out at their defaults; version 2 always writes them.
+    old = _MISSING if strict else None
     key = _key(_field(raw, "key", where), where + "key")
     inserted_at, inserted_us = _time(_field(raw, "inserted_at", where), where + "inserted_at")
     accessed_at, accessed_us = _time(_field(raw, "last_accessed_at", where), where + "last_accessed_at")
     if accessed_us < inserted_us:
         raise ValueError(f"{where}last_accessed_at: earlier than inserted_at")
-    expires_raw = raw.get("expires_at")
+    expires_raw = _field(raw, "expires_at", where, old)
     expires_at, expires_us = (None, None) if expires_raw is None else _time(expires_raw, where + "expires_at")
     try:
-        importance = check_importance(raw.get("importance", 1.0))
+        importance = check_importance(_field(raw, "importance", where, 1.0 if old is None else old))
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{where}importance: {exc}") from None
-    try:
-        metadata = freeze_metadata(raw.get("metadata") or None)
-    except TypeError as exc:
-        raise ValueError(f"{where}metadata: {exc}") from None
-    state = raw.get("decay_state")
+    meta_raw = _field(raw, "metadata", where, old)
+    metadata = freeze_metadata(None) if meta_raw is None and not strict else _metadata(meta_raw, where + "metadata")
+    summary = _field(raw, "summary", where, old)
+    summarized = _field(raw, "summarized", where, summary is not None if old is None else old)
+    state = _field(raw, "decay_state", where, old)
     load = getattr(decay_fn, "load_state", None)
-    if callable(load):
+    if not same_fn:
+        state = None  # written by another decay function: never hand it to this one
+    elif callable(load):
         try:
             state = load(state)
         except (TypeError, ValueError) as exc:
@@ -169,12 +288,12 @@ def _entry(raw: Any, i: int, decay_fn: Any) -> Entry[Any, Any]:
         _field(raw, "value", where),
         inserted_at,
         accessed_at,
-        _int(raw.get("access_count", 0), where + "access_count"),
-        _bool(raw.get("pinned", False), where + "pinned"),
+        _int(_field(raw, "access_count", where, 0 if old is None else old), where + "access_count", MAX_ACCESS_COUNT),
+        _bool(_field(raw, "pinned", where, False if old is None else old), where + "pinned"),
         importance,
         metadata,
-        raw.get("summary"),
-        _bool(raw.get("summarized", raw.get("summary") is not None), where + "summarized"),
+        summary,
+        _bool(summarized, where + "summarized"),
         expires_at,
         _int(_field(raw, "seq", where), where + "seq"),
         state,
@@ -184,6 +303,64 @@ def _entry(raw: Any, i: int, decay_fn: Any) -> Entry[Any, Any]:
     )
 
 
+def _instants(fn: Any, state: Any, move: Callable[[float], float], custom: Callable[[Any], Any]) -> Any:
+    """``state`` with ``move`` applied to every instant (microseconds) it holds.
+
+    Only built-ins are known: ACT-R keeps access times, combinators keep their
+    children's states, FSRS's ``(stability, difficulty)`` and the stateless
+    functions hold no instants.  A custom function's state goes to ``custom``.
+    """
+    if state is None:
+        return None
+    if not is_builtin(fn):
+        return custom(state)
+    if isinstance(fn, ACTR):
+        return tuple(move(t) for t in state)
+    if isinstance(fn, (Product, Blend)):
+        return ChildStates(_instants(c, st, move, custom) for c, st in zip(fn._children(), state))
+    if isinstance(fn, ByMetadata):
+        return Picked((state[0], _instants(fn._fn_at(state[0]), state[1], move, custom)))
+    return state
+
+
+def _shifted(e: Entry[Any, Any], where: str, delta: Any, delta_us: float, decay_fn: Any) -> Entry[Any, Any]:
+    """``e`` with every instant it holds moved by ``delta`` (``shift_to``)."""
+
+    def opaque(state: Any) -> Any:
+        raise ValueError(
+            f"shift_to: {where}decay_state belongs to a custom decay function, whose instants lethe "
+            "cannot move; load without shift_to"
+        )
+
+    try:
+        inserted_at = e.inserted_at + delta
+        accessed_at = e.last_accessed_at + delta
+        expires_at = None if e.expires_at is None else e.expires_at + delta
+    except OverflowError:
+        raise ValueError(f"shift_to: moves {where[:-1]} out of the datetime range") from None
+    return evolve(
+        e,
+        inserted_at=inserted_at,
+        last_accessed_at=accessed_at,
+        expires_at=expires_at,
+        inserted_us=to_us(inserted_at),
+        accessed_us=to_us(accessed_at),
+        expires_us=None if expires_at is None else to_us(expires_at),
+        decay_state=_instants(decay_fn, e.decay_state, lambda t: t + delta_us, opaque),
+    )
+
+
+def _version(data: Mapping[str, Any]) -> bool:
+    """Whether ``data`` is a version-2 document (True) or a version-1 one (False)."""
+    fmt = _field(data, "format", "")
+    if fmt != FORMAT:
+        raise ValueError(f"format: expected {FORMAT!r}, got {_short(fmt)}")
+    version = _field(data, "version", "")
+    if type(version) is not int or version not in (1, VERSION):
+        raise ValueError(f"version: this lethe reads versions 1 and {VERSION}, got {_short(version)}")
+    return version == VERSION
+
+
 def memory_from_dict(
     data: Any,
     *,
@@ -191,50 +368,114 @@ def memory_from_dict(
     summarize_fn: Any = None,
     on_evict: Any = None,
     clock_fn: Any = None,
+    shift_to: datetime | None = None,
 ) -> Memory[Any, Any]:
     """Rebuild a memory from :func:`memory_to_dict` output (see ``Memory.from_dict``)."""
     from lethe._memory import Memory
 
     if not isinstance(data, Mapping):
         raise ValueError(f"data: expected an object, got {type(data).__name__}")
-    if data.get("format", FORMAT) != FORMAT:
-        raise ValueError(f"format: expected {FORMAT!r}, got {data.get('format')!r:.80}")
-    if data.get("version", VERSION) != VERSION:
-        raise ValueError(f"version: this lethe reads version {VERSION}, got {data.get('version')!r:.80}")
+    strict = _version(data)
+    if strict:
+        _exact(data, _MEMORY_FIELDS, "")
+    shift_us = None if shift_to is None else to_us(shift_to, "shift_to")
+    saved = data.get("decay_fn", _MISSING)
+    saved_custom = isinstance(saved, Mapping) and saved.get("name") == _CUSTOM
     if decay_fn is None:
-        saved = _field(data, "decay_fn", "")
-        if isinstance(saved, Mapping) and saved.get("name") == _CUSTOM:
+        if saved is _MISSING:
+            raise ValueError("decay_fn: missing")
+        if saved_custom:
             raise ValueError("decay_fn: the memory was saved with a custom decay function; pass decay_fn=")
-        decay_fn = _registry.from_dict(dict(saved) if isinstance(saved, Mapping) else saved)
+        build = _registry.from_dict if strict else _registry.from_dict_v1
+        decay_fn = build(dict(saved) if isinstance(saved, Mapping) else saved)
+        same_fn = True
+    else:
+        same_fn = False  # decided below, once the memory has resolved decay_fn
     config: dict[str, Any] = {"decay_fn": decay_fn}
     for name in ("max_entries", "half_life", "eviction_threshold", "summarize_threshold"):
         if name in data:
             config[name] = data[name]
+    if "half_life" in config and is_builtin(decay_fn):
+        # A built-in carries its own half-life, which the memory reports; the saved one is
+        # checked but not imposed on it (older documents saved 1 h beside FSRS, say).
+        try:
+            seconds(config.pop("half_life"), "half_life")
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"configuration: {exc}") from None
     try:
         mem: Memory[Any, Any] = Memory(
             **config, summarize_fn=summarize_fn, on_evict=on_evict, clock_fn=clock_fn
         )
     except (TypeError, ValueError) as exc:
         raise ValueError(f"configuration: {exc}") from None
+    fn = mem.decay_fn
+    if not same_fn and isinstance(saved, Mapping):
+        # The saved state belongs to the saved function: a custom one only to a custom one
+        # passed back in, a built-in only to an equal built-in.
+        new = _decay_to_dict(fn)
+        same_fn = saved_custom if new["name"] == _CUSTOM else (not saved_custom and dict(saved) == new)
     raw_entries = _field(data, "entries", "")
     if not isinstance(raw_entries, list):
         raise ValueError(f"entries: expected a list, got {type(raw_entries).__name__}")
     if len(raw_entries) > mem.max_entries:
         raise ValueError(f"entries: {len(raw_entries)} entries exceed max_entries={mem.max_entries}")
-    entries: PersistentMap[Any, Entry[Any, Any]] = EMPTY
+    built: list[Entry[Any, Any]] = []
+    keys: set[Any] = set()
     seqs: set[int] = set()
-    latest: datetime | None = None
-    latest_us = -math.inf
-    next_key = _int(data.get("next_key", 0), "next_key")
     for i, raw in enumerate(raw_entries):
-        e = _entry(raw, i, mem.decay_fn)
-        if e.key in entries:
-            raise ValueError(f"entries[{i}].key: duplicate key {e.key!r}")
+        e = _entry(raw, i, fn, same_fn, strict)
+        if e.key in keys:
+            raise ValueError(f"entries[{i}].key: duplicate key {_short(e.key)}")
         if e.seq in seqs:
-            raise ValueError(f"entries[{i}].seq: duplicate seq {e.seq}")
+            raise ValueError(f"entries[{i}].seq: duplicate seq {_short(e.seq)}")
+        keys.add(e.key)
         seqs.add(e.seq)
+        built.append(e)
+    next_key = _int(_field(data, "next_key", "", 0), "next_key")
+    next_seq = _int(_field(data, "next_seq", "", 0), "next_seq")
+    if strict:
+        raw_latest = _field(data, "latest", "")
+        latest, latest_us = (None, -math.inf) if raw_latest is None else _time(raw_latest, "latest")
+        if seqs and next_seq <= max(seqs):
+            raise ValueError(f"next_seq: must be greater than every entry's seq, got {_short(next_seq)}")
+    else:
+        # Version 1 did not keep the latest reading: the latest access is the best it knows.
+        latest, latest_us = None, -math.inf
+        for e in built:
+            if e.accessed_us > latest_us:
+                latest, latest_us = e.last_accessed_at, e.accessed_us
+        next_seq = max(next_seq, max(seqs, default=-1) + 1)
+    seen = "none" if latest is None else latest.isoformat()
+    for i, e in enumerate(built):
+        for name, us in (("inserted_at", e.inserted_us), ("last_accessed_at", e.accessed_us)):
+            if us > latest_us:
+                raise ValueError(f"entries[{i}].{name}: after the latest clock reading ({seen})")
+
+        def after(t: float, i: int = i) -> float:
+            if t > latest_us:
+                raise ValueError(f"entries[{i}].decay_state: an access time after the latest clock reading ({seen})")
+            return t
+
+        _instants(fn, e.decay_state, after, lambda state: state)
+    if shift_to is not None and latest is not None:
+        assert shift_us is not None
+        delta, delta_us = shift_to - latest, shift_us - latest_us
+        built = [_shifted(e, f"entries[{i}].", delta, delta_us, fn) for i, e in enumerate(built)]
+        latest, latest_us = shift_to, shift_us
+    entries: PersistentMap[Any, Entry[Any, Any]] = EMPTY
+    for e in built:
         entries = entries.add(e.key, e)
-        if e.accessed_us > latest_us:
-            latest, latest_us = e.last_accessed_at, e.accessed_us
-    next_seq = max(_int(data.get("next_seq", 0), "next_seq"), max(seqs, default=-1) + 1)
+    if latest is not None:
+        clock = utc_now if clock_fn is None else clock_fn
+        now = clock()
+        ahead = latest_us - to_us(now, "clock_fn()")
+        if ahead > 0:
+            warnings.warn(
+                ClockWarning(
+                    f"the memory's latest clock reading ({latest.isoformat()}) is {ahead / 1e6} s ahead of "
+                    f"clock_fn() ({now.isoformat()}); it scores as of that reading until the clock catches up "
+                    "(pass shift_to= to move the memory to the present)"
+                ),
+                stacklevel=3,
+            )
     return mem._restored(entries, next_key, next_seq, latest, latest_us)

@@ -103,43 +103,82 @@ def _known() -> list[str]:
     return sorted([*BUILTINS, *_PARTS, "blend", "by_metadata", "product"])
 
 
-def _build(data: object, where: str, depth: int) -> Any:
+def _fields(name: str, factory: _Factory) -> frozenset[str]:
+    """The parameter fields ``to_dict()`` writes for ``name``: exactly what ``from_dict`` reads."""
+    fields = _FIELDS.get(name)
+    if fields is None:
+        fields = _FIELDS[name] = frozenset(factory().to_dict()) - {"name"}
+    return fields
+
+
+_FIELDS: dict[str, frozenset[str]] = {
+    "product": frozenset({"functions"}),
+    "blend": frozenset({"weights"}),
+    "by_metadata": frozenset({"key", "choices", "default"}),
+}
+
+
+def _short(field: object) -> str:
+    text = str(field)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _exact(params: Mapping[str, Any], fields: frozenset[str], where: str) -> None:
+    """ValueError naming the first missing or unknown field of ``params``."""
+    for field in sorted(fields):
+        if field not in params:
+            raise ValueError(f"{where}.{field}: missing")
+    unknown = sorted(map(str, set(params) - fields))
+    if unknown:
+        raise ValueError(f"{where}.{_short(unknown[0])}: unknown field")
+
+
+def _build(data: object, where: str, depth: int, strict: bool = True) -> Any:
     if depth > 32:
         raise ValueError(f"{where}: combinators nested too deeply")
     if not isinstance(data, dict):
         raise ValueError(f"{where} must be an object, got {type(data).__name__}")
     params = dict(data)
     name = params.pop("name", None)
+    if "name" not in data:
+        raise ValueError(f"{where}.name: missing")
     if not isinstance(name, str):
         raise ValueError(f"{where}.name: unknown decay function {short_repr(name)}; choose one of {_known()}")
     if name == "product":
-        fns = params.pop("functions", None)
-        if not isinstance(fns, list) or params:
-            raise ValueError(f"{where}: a product needs exactly a 'functions' list")
-        return Product(*(_build(f, f"{where}.functions[{i}]", depth + 1) for i, f in enumerate(fns)))
+        _exact(params, _FIELDS[name], where)
+        fns = params["functions"]
+        if not isinstance(fns, list):
+            raise ValueError(f"{where}.functions: expected a list, got {type(fns).__name__}")
+        children = [_build(f, f"{where}.functions[{i}]", depth + 1, strict) for i, f in enumerate(fns)]
+        return _call(Product, *children, where=where)
     if name == "blend":
-        weights = params.pop("weights", None)
-        if not isinstance(weights, list) or params:
-            raise ValueError(f"{where}: a blend needs exactly a 'weights' list of [function, weight] pairs")
+        _exact(params, _FIELDS[name], where)
+        weights = params["weights"]
+        if not isinstance(weights, list):
+            raise ValueError(f"{where}.weights: expected a list of [function, weight] pairs, got {_short(weights)}")
         pairs = []
         for i, pair in enumerate(weights):
             if not isinstance(pair, list) or len(pair) != 2:
                 raise ValueError(f"{where}.weights[{i}] must be a [function, weight] pair")
-            pairs.append((_build(pair[0], f"{where}.weights[{i}]", depth + 1), pair[1]))
+            pairs.append((_build(pair[0], f"{where}.weights[{i}]", depth + 1, strict), pair[1]))
         return _call(Blend, pairs, where=where)
     if name == "by_metadata":
-        key, choices, default = params.pop("key", None), params.pop("choices", None), params.pop("default", None)
-        if not isinstance(choices, list) or params:
-            raise ValueError(f"{where}: by_metadata needs 'key', a 'choices' list and 'default'")
+        _exact(params, _FIELDS[name], where)
+        choices = params["choices"]
+        if not isinstance(choices, list):
+            raise ValueError(f"{where}.choices: expected a list of [value, function] pairs, got {_short(choices)}")
         picked = []
         for i, pair in enumerate(choices):
             if not isinstance(pair, list) or len(pair) != 2:
                 raise ValueError(f"{where}.choices[{i}] must be a [value, function] pair")
-            picked.append((pair[0], _build(pair[1], f"{where}.choices[{i}]", depth + 1)))
-        return _call(ByMetadata, key, picked, _build(default, f"{where}.default", depth + 1), where=where)
+            picked.append((pair[0], _build(pair[1], f"{where}.choices[{i}]", depth + 1, strict)))
+        default = _build(params["default"], f"{where}.default", depth + 1, strict)
+        return _call(ByMetadata, params["key"], picked, default, where=where)
     factory = BUILTINS.get(name) or _PARTS.get(name)
     if factory is None:
         raise ValueError(f"{where}.name: unknown decay function {short_repr(name)}; choose one of {_known()}")
+    if strict:
+        _exact(params, _fields(name, factory), where)
     try:
         return factory(**params)
     except (TypeError, ValueError) as exc:
@@ -156,17 +195,32 @@ def _call(factory: _Factory, *args: Any, where: str) -> Any:
 def from_dict(data: object) -> Any:
     """Rebuild a built-in decay function (or combinator of built-ins) from its ``to_dict()`` output.
 
-    Only names in :data:`BUILTINS`, the priority components (``importance``,
+    Every level must hold exactly the fields its ``to_dict()`` writes: a
+    missing parameter is not replaced by a default, and an extra one is not
+    ignored.  Only names in :data:`BUILTINS`, the priority components (``importance``,
     ``access_frequency``) and the combinators (``product``, ``blend``,
     ``by_metadata``, rebuilt recursively) are recognized: nothing named in
     ``data`` is imported or called by name.
 
-    Raises:
-        ValueError, TypeError: ``data`` is not a valid description (naming the field).
+    Runtime complexity: O(size of ``data``).
 
-    >>> from_dict({"name": "actr", "half_life": 60.0, "decay": 0.5})
+    Raises:
+        ValueError, TypeError: ``data`` is not a valid description (the message
+            names the field by its path, e.g. ``decay_fn.half_life: missing``
+            or ``decay_fn.functions[0].foo: unknown field``).
+
+    >>> from_dict({"name": "actr", "half_life": 60.0, "decay": 0.5, "noise": 0.25, "threshold": None, "history": 10})
     ACTR(half_life=60.0, decay=0.5, noise=0.25, history=10)
+    >>> from_dict({"name": "actr", "half_life": 60.0})
+    Traceback (most recent call last):
+    ...
+    ValueError: decay_fn.decay: missing
     >>> from_dict({"name": "product", "functions": [{"name": "exponential", "half_life": 60.0}]})
     Product(Exponential(half_life=60.0))
     """
     return _build(data, "decay_fn", 0)
+
+
+def from_dict_v1(data: object) -> Any:
+    """:func:`from_dict` as lethe read version-1 memory documents: a missing parameter takes its default."""
+    return _build(data, "decay_fn", 0, strict=False)
