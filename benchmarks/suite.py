@@ -32,6 +32,7 @@ from datetime import datetime, timedelta, timezone
 from operator import itemgetter
 from typing import Any
 
+import lethe
 from lethe import Entry, Memory
 from lethe._map import PersistentMap
 
@@ -608,8 +609,10 @@ def machine_info() -> dict[str, Any]:
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
+        # The lethe measured is the one imported (its distribution is lethe-decay; `lethe` on PyPI is another project).
         "versions": {
-            d: _version(d) for d in ("lethe", "pyrsistent", "immutables", "cachetools", "memory-decay", "numpy")
+            "lethe": lethe.__version__,
+            **{d: _version(d) for d in ("pyrsistent", "immutables", "cachetools", "memory-decay", "numpy")},
         },
     }
 

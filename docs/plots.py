@@ -161,7 +161,7 @@ def per_entry_families() -> None:
     if hasattr(d, "AdaptiveDecay"):
         by_entry(
             "adaptive",
-            "Adaptive Decay v2 by memory type (importance 1)",
+            "Adaptive decay by memory type (importance 1)",
             d.AdaptiveDecay(),
             {t: {"metadata": {"type": t}} for t in ("fact", "preference", "insight", "conversation")},
             24.0 * 120,

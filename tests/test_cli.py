@@ -115,7 +115,8 @@ def test_inspect_states_later(tmp_path: Path) -> None:
     doc = json.loads(run("inspect", path, "--at", "2026-01-01T15:30:00+00:00", "--json").stdout)
     states = {e["key"]: e["state"] for e in doc["entries"]}
     # At 15:30 'old' scores 0.5 ** 3.5 = 0.088 (between the thresholds); 'client' 1.5 * that = 0.133.
-    assert states == {"deploy": "expired", "client": "summarized", "rule": "pinned", "old": "summarized"}
+    # Both are fading: below summarize_threshold, but no evict() or summarize() has summarized them.
+    assert states == {"deploy": "expired", "client": "fading", "rule": "pinned", "old": "fading"}
     entries = {e["key"]: e for e in doc["entries"]}
     assert entries["deploy"]["score"] == 0.0
     assert entries["deploy"]["evict_in_seconds"] == 0.0
@@ -191,7 +192,10 @@ def test_inspect_entry_not_an_object(tmp_path: Path) -> None:
 def test_inspect_custom_decay(tmp_path: Path) -> None:
     mem = build_memory(decay_fn=lambda entry, now: 0.5)
     assert mem.to_dict()["decay_fn"]["name"] == "custom"
-    expect_error(run("inspect", saved(tmp_path, mem.to_dict())), "custom decay function")
+    result = run("inspect", saved(tmp_path, mem.to_dict()), "--at", AT)
+    assert result.returncode == 0, result.stderr
+    assert "custom decay function" in result.stdout
+    assert "unavailable" in result.stdout
 
 
 def test_inspect_bad_options(tmp_path: Path) -> None:
@@ -233,7 +237,7 @@ def test_curves_chosen_models_and_durations() -> None:
     assert result.returncode == 0, result.stderr
     assert max(len(line) for line in result.stdout.splitlines()) <= 80
     assert "half-life 30m" in result.stdout
-    assert "2d00h" in result.stdout
+    assert "2d" in result.stdout.splitlines()[-4]  # the last tick of the time axis
     assert "  ● actr" in result.stdout
     assert "  ■ exponential" in result.stdout
     assert "access_weighted" not in result.stdout
@@ -294,7 +298,12 @@ def test_simulate_json(tmp_path: Path) -> None:
     # 41 puts into 10 slots: obs1..obs31 evicted for room (obs0 is rehearsed and outlives them).
     assert by_reason["capacity"] == [f"obs{i}" for i in range(1, 32)]
     assert set(by_reason["threshold"]) == {"obs0", "obs32", "obs33", "obs34", "obs35", "obs36", "obs37", "obs39"}
-    assert doc["counts"] == {"kept": 1, "summarized": len(doc["summarized"]), "evicted": 39}
+    assert doc["counts"] == {
+        "kept": 1,
+        "kept_states": {"pinned": 1},
+        "summarized": len(doc["summarized"]),
+        "evicted": 39,
+    }
     assert set(doc["summarized"]) == {e["key"] for e in evicted}
     assert all(e["summary"].startswith("summary: observation") for e in evicted)
 
@@ -372,3 +381,218 @@ def test_progress_shows_only_on_a_terminal() -> None:
     assert "inspect: 5/10 ( 50%)" in tty.getvalue()
     assert tty.getvalue().endswith("\r\x1b[K")
     assert pipe.getvalue() == ""
+
+
+# -- exact durations, honest half-lives, labels that match the counts ------------------
+
+
+def test_durations_print_exactly(tmp_path: Path) -> None:
+    from lethe._cli import format_duration
+
+    assert format_duration(90) == "1m30s"
+    assert format_duration(59) == "59s"
+    assert format_duration(3600) == "1h"
+    assert format_duration(3601) == "1h00m01s"
+    assert format_duration(3900) == "1h05m"
+    assert format_duration(200000) == "2d07h33m20s"
+    assert format_duration(172800) == "2d"
+    assert format_duration(8 * 86400 + 5) == "1w1d00h00m05s"
+    assert format_duration(0.5) == "0.5s"
+    assert format_duration(90.25) == "1m30.25s"
+    assert format_duration(0) == "0s"
+    assert format_duration(-90) == "-1m30s"
+    assert "half-life 1m30s" in run("curves", "--model", "exponential", "--half-life", "90").stdout
+    log = [{"t": 0, "op": "put", "key": "a", "value": "x"}]
+    assert "half-life 1m30s" in run("simulate", write_log(tmp_path, log), "--half-life", "90").stdout
+
+
+def test_inspect_ages_print_exactly(tmp_path: Path) -> None:
+    path = saved(tmp_path, build_memory().to_dict())
+    lines = run("inspect", path, "--at", "2026-01-01T12:31:30Z").stdout.splitlines()
+    deploy = next(line for line in lines if line.startswith("deploy"))
+    assert "31m30s" in deploy  # put at 12:00, inspected 31.5 minutes later
+    assert "1m30s ago" in deploy  # rehearsed at 12:30
+
+
+def test_a_model_without_a_half_life_prints_none(tmp_path: Path) -> None:
+    log = write_log(tmp_path, [{"t": 0, "op": "put", "key": "a", "value": "x"}])
+    doc = json.loads(run("simulate", log, "--model", "fsrs", "--json").stdout)
+    assert doc["half_life"] is None
+    text = run("simulate", log, "--model", "fsrs").stdout
+    assert "half-life 1h" not in text
+    assert "no half-life" in text
+    assert json.loads(run("simulate", log, "--json").stdout)["half_life"] == 3600.0
+    curves = run("curves", "--model", "fsrs").stdout.splitlines()[0]
+    assert "half-life 1h" not in curves
+    assert "no half-life" in curves
+    mixed = run("curves", "--model", "fsrs", "--model", "exponential").stdout.splitlines()
+    assert "half-life 1h" in mixed[0]
+    assert "fsrs: no half-life" in mixed[1]
+    inspected = json.loads(run("inspect", saved(tmp_path, build_memory(decay_fn="fsrs").to_dict()), "--json").stdout)
+    assert inspected["half_life"] is None
+    inspected = json.loads(run("inspect", saved(tmp_path, build_memory().to_dict()), "--json").stdout)
+    assert inspected["half_life"] == 3600.0
+
+
+def summarized_memory() -> Memory[Any, Any]:
+    """'old' and 'client' summarized by an evict() at 15:00 (0.125); 'deploy' fading, not yet summarized, at 15:30."""
+    clock = {"now": T0}
+    mem: Memory[Any, Any] = Memory(
+        max_entries=10,
+        half_life=timedelta(hours=1),
+        clock_fn=lambda: clock["now"],
+        summarize_fn=lambda e: "S:" + str(e.key),
+    )
+    mem = mem.put("deploy failed on node 7, disk full", key="deploy")
+    mem = mem.put({"client": "X", "pays": "late"}, key="client")
+    mem = mem.put("never email the CEO", key="rule", pinned=True)
+    mem = mem.put("old note", key="old")
+    clock["now"] = T0 + timedelta(minutes=45)
+    mem, _ = mem.get("deploy")
+    clock["now"] = T0 + timedelta(hours=3)
+    mem, evicted = mem.evict()
+    assert not evicted
+    assert mem.peek("old").summarized
+    assert mem.peek("client").summarized
+    assert not mem.peek("deploy").summarized
+    return mem
+
+
+def test_state_labels_agree_with_the_summarized_flag_and_the_counts(tmp_path: Path) -> None:
+    path = saved(tmp_path, summarized_memory().to_dict())
+    doc = json.loads(run("inspect", path, "--at", "2026-01-01T15:30:00Z", "--json").stdout)
+    entries = {e["key"]: e for e in doc["entries"]}
+    # 'deploy' scores 0.5 ** 2.75 = 0.149 at 15:30, below 0.15, but nothing has summarized it yet.
+    assert entries["deploy"]["state"] == "fading"
+    assert entries["deploy"]["summary"] is None
+    for key in ("old", "client"):
+        assert entries[key]["state"] == "summarized"
+        assert entries[key]["summary"] == f"S:{key}"
+    assert entries["rule"]["state"] == "pinned"
+    counts: dict[str, int] = {}
+    for e in doc["entries"]:
+        counts[e["state"]] = counts.get(e["state"], 0) + 1
+    assert doc["counts"] == counts
+    text = run("inspect", path, "--at", "2026-01-01T15:30:00Z").stdout
+    assert "1 pinned, 1 fading, 2 summarized" in text
+    # Summaries are shown in the table too.
+    assert "S:old" in text
+    assert "S:client" in text
+
+
+def test_simulate_labels_agree_with_its_counts(tmp_path: Path) -> None:
+    events: list[dict[str, Any]] = [{"t": 0, "op": "put", "key": "rule", "value": "be terse", "pinned": True}]
+    events += [{"t": 60 * i, "op": "put", "key": f"k{i}", "value": f"v{i}"} for i in range(1, 6)]
+    events += [{"t": 3 * 3600, "op": "evict"}, {"t": 3 * 3600 + 1, "op": "put", "key": "new", "value": "fresh"}]
+    doc = json.loads(run("simulate", write_log(tmp_path, events), "--json").stdout)
+    states: dict[str, int] = {}
+    for k in doc["kept"]:
+        states[k["state"]] = states.get(k["state"], 0) + 1
+        if k["state"] == "summarized":
+            assert k["key"] in doc["summarized"]
+    assert doc["counts"]["kept_states"] == states
+    assert states.get("summarized", 0) >= 1
+    text = run("simulate", write_log(tmp_path, events)).stdout
+    breakdown = ", ".join(f"{n} {s}" for s, n in states.items())
+    assert f"kept {len(doc['kept'])} ({breakdown})" in text
+
+
+# -- inspect: custom decay functions, naive times, far futures, the library's forecasts --------
+
+
+def test_inspect_opens_a_memory_saved_with_a_custom_decay_function(tmp_path: Path) -> None:
+    mem = summarized_memory()
+    data = mem.to_dict()
+    data["decay_fn"] = {"name": "custom", "repr": "<function my_decay>"}
+    path = saved(tmp_path, data)
+    result = run("inspect", path, "--at", "2026-01-01T15:30:00Z")
+    assert result.returncode == 0, result.stderr
+    assert "unavailable" in result.stdout
+    assert "--model" in result.stdout
+    for key in ("deploy", "client", "rule", "old"):
+        assert any(line.startswith(key) for line in result.stdout.splitlines()), key
+    assert "deploy failed on node 7" in result.stdout
+    assert "S:old" in result.stdout
+    doc = json.loads(run("inspect", path, "--at", "2026-01-01T15:30:00Z", "--json").stdout)
+    entries = {e["key"]: e for e in doc["entries"]}
+    assert all(e["score"] is None for e in doc["entries"])
+    assert all(e["evict_in_seconds"] is None for e in doc["entries"])
+    assert entries["old"]["summary"] == "S:old"
+    assert entries["old"]["state"] == "summarized"
+    assert entries["rule"]["state"] == "pinned"
+    assert entries["deploy"]["state"] == "unscored"
+    assert entries["client"]["value"] == {"client": "X", "pays": "late"}
+    assert "custom" in doc["scores"]
+    scored = json.loads(run("inspect", path, "--at", "2026-01-01T15:30:00Z", "--json", "--model", "exponential").stdout)
+    by_key = {e["key"]: e for e in scored["entries"]}
+    assert by_key["deploy"]["score"] == pytest.approx(0.5**2.75)
+    assert by_key["deploy"]["state"] == "fading"
+    assert "exponential" in scored["scores"]
+    expect_error(run("inspect", path, "--model", "nonesuch"), "nonesuch")
+
+
+def test_inspect_at_refuses_a_naive_time(tmp_path: Path) -> None:
+    path = saved(tmp_path, build_memory().to_dict())
+    expect_error(run("inspect", path, "--at", "2026-01-01T14:00:00"), "--at", "UTC offset")
+    assert run("inspect", path, "--at", "2026-01-01T14:00:00+02:00").returncode == 0
+
+
+def test_simulate_refuses_a_naive_time(tmp_path: Path) -> None:
+    path = write_log(tmp_path, [{"t": "2026-01-01T14:00:00", "op": "put", "value": 1}])
+    expect_error(run("simulate", path), f"{path}:1:", "t:", "UTC offset")
+
+
+def test_inspect_forecasts_beyond_representable_time_print_never(tmp_path: Path) -> None:
+    clock = {"now": datetime(9999, 12, 1, tzinfo=timezone.utc)}
+    mem: Memory[str, str] = Memory(half_life=timedelta(days=3650), clock_fn=lambda: clock["now"])
+    mem = mem.put("far future", key="k")
+    path = saved(tmp_path, mem.to_dict())
+    for args in ((), ("--json",)):
+        result = run("inspect", path, "--at", "9999-12-31T23:00:00Z", *args)
+        assert result.returncode == 0, result.stderr
+        assert "OverflowError" not in result.stderr
+    table = run("inspect", path, "--at", "9999-12-31T23:00:00Z").stdout.splitlines()
+    row = next(line for line in table if line.startswith("k "))
+    assert "never" in row
+    doc = json.loads(run("inspect", path, "--at", "9999-12-31T23:00:00Z", "--json").stdout)
+    assert doc["entries"][0]["evict_at"] is None
+    assert doc["next_eviction"] is None
+
+
+def test_simulate_beyond_representable_time_is_a_clear_error(tmp_path: Path) -> None:
+    path = write_log(
+        tmp_path,
+        [{"t": "9999-12-31T00:00:00Z", "op": "put", "value": 1}, {"t": 10**10, "op": "put", "value": 2}],
+    )
+    expect_error(run("simulate", path), f"{path}:2:", "t:")
+
+
+def test_inspect_forecasts_are_the_library_s(tmp_path: Path) -> None:
+    mem = build_memory(decay_fn="actr")
+    path = saved(tmp_path, mem.to_dict())
+    at = datetime(2026, 1, 1, 14, 0, tzinfo=timezone.utc)
+    restored = Memory.from_dict(mem.to_dict(), clock_fn=lambda: at)
+    doc = json.loads(run("inspect", path, "--at", AT, "--json").stdout)
+    for e in doc["entries"]:
+        for field, threshold in (("summarize", restored.summarize_threshold), ("evict", restored.eviction_threshold)):
+            expected = restored.time_until(e["key"], threshold)
+            got = e[f"{field}_in_seconds"]
+            assert got == (None if expected is None else expected.total_seconds()), (e["key"], field)
+    nxt = restored.next_eviction()
+    assert doc["next_eviction"] == (None if nxt is None else nxt.isoformat())
+
+
+# -- the simulate log format is documented ---------------------------------------------
+
+
+def test_simulate_help_and_docs_describe_the_log_format() -> None:
+    from lethe._cli import _EVENT_FIELDS, _OPS, SIMULATE_LOG_FORMAT
+
+    help_text = run("simulate", "--help").stdout
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text()
+    for text in (help_text, docs):
+        for name in (*_EVENT_FIELDS, *_OPS):
+            assert f"{name}" in text, name
+        assert "JSON" in text
+        assert '{"t": ' in text
+        assert SIMULATE_LOG_FORMAT.strip() in text

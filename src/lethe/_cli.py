@@ -127,28 +127,43 @@ def parse_duration(text: str, name: str = "duration") -> float:
 
 
 def format_duration(secs: float) -> str:
-    """A short human duration: ``45s``, ``12m``, ``3h05m``, ``2d04h``, ``3w2d``.
+    """``secs`` exactly, to the millisecond, in weeks, days, hours, minutes and seconds.
 
-    >>> format_duration(59), format_duration(3900), format_duration(200000)
-    ('59s', '1h05m', '2d07h')
+    Units from the largest to the smallest non-zero one are shown (trailing
+    zero units are left out, so nothing is rounded away): ``90`` is ``1m30s``,
+    ``3601`` is ``1h00m01s``.  Negative durations get a ``-``.
+
+    >>> format_duration(90), format_duration(3900), format_duration(200000), format_duration(0.25)
+    ('1m30s', '1h05m', '2d07h33m20s', '0.25s')
     """
-    s = round(abs(secs))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m"
-    if s < 86400:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    if s < 604800 * 4:
-        return f"{s // 86400}d{s % 86400 // 3600:02d}h"
-    return f"{s // 604800}w{s % 604800 // 86400}d"
+    ms = round(abs(secs) * 1000)
+    sign = "-" if secs < 0 and ms else ""
+    whole, frac = divmod(ms, 1000)
+    parts = [(whole // 604800, "w"), (whole % 604800 // 86400, "d"), (whole % 86400 // 3600, "h")]
+    parts += [(whole % 3600 // 60, "m"), (whole % 60, "s")]
+    first = next((i for i, (n, _) in enumerate(parts) if n), len(parts) - 1)
+    last = 4 if frac else max((i for i, (n, _) in enumerate(parts) if n), default=4)
+    out = []
+    for i in range(first, last + 1):
+        n, unit = parts[i]
+        text = str(n) if i == first or unit in "wd" else f"{n:02d}"
+        if unit == "s" and frac:
+            text += f".{frac:03d}".rstrip("0")
+        out.append(text + unit)
+    return sign + "".join(out)
 
 
 def parse_time(text: str, name: str = "time") -> datetime:
-    """An ISO-8601 time; naive times are taken as UTC and ``Z`` is accepted.
+    """An ISO-8601 time with a UTC offset (``Z`` is accepted).
+
+    Naive times are refused, as ``Memory`` refuses a naive clock: which zone
+    they mean would be a guess.
 
     Raises:
-        CLIError: not an ISO-8601 time.
+        CLIError: not an ISO-8601 time, or one without a UTC offset.
+
+    >>> parse_time("2026-01-01T12:00:00Z")
+    datetime.datetime(2026, 1, 1, 12, 0, tzinfo=datetime.timezone.utc)
     """
     raw = text.strip()
     if raw[-1:] in ("Z", "z"):
@@ -158,7 +173,7 @@ def parse_time(text: str, name: str = "time") -> datetime:
     except ValueError:
         raise CLIError(f"{name}: expected an ISO-8601 time like 2026-01-01T12:00:00Z, got {text!r}") from None
     if moment.utcoffset() is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        raise CLIError(f"{name}: {text!r} has no UTC offset; add Z or +HH:MM (for example 2026-01-01T12:00:00Z)")
     return moment
 
 
@@ -237,6 +252,23 @@ def _build_model(name: str, half_life: float) -> Any:
         return by_name(name, half_life)
     except (TypeError, ValueError) as exc:
         raise CLIError(str(exc)) from None
+
+
+def _uses_half_life(name: str, half_life: float) -> bool:
+    """Whether the built-in ``name`` is built from ``half_life`` (``fsrs`` has its own time scale)."""
+    from lethe.decay import by_name
+
+    return bool(by_name(name, half_life) != by_name(name, 2.0 * half_life))
+
+
+def _half_life_of(mem: Any) -> float | None:
+    """The memory's half-life if its decay function is the built-in made from it, else None."""
+    from lethe.decay import BUILTINS, by_name
+
+    name = getattr(mem.decay_fn, "name", None)
+    if not isinstance(name, str) or name not in BUILTINS or not _uses_half_life(name, mem.half_life):
+        return None
+    return float(mem.half_life) if by_name(name, mem.half_life) == mem.decay_fn else None
 
 
 def _preview(value: Any, width: int = 28) -> str:
@@ -341,7 +373,11 @@ def curves(models: Sequence[str] | None, half_life: str, span: str, out: TextIO 
     data = {name: curve_points(model, hl, sp, 160) for name, model in built.items()}
     isatty = getattr(out, "isatty", None)
     color = bool(isatty is not None and isatty())
-    out.write(f"score of an entry put at 0 and never rehearsed; half-life {format_duration(hl)}\n")
+    without = [name for name in built if not _uses_half_life(name, hl)]
+    scale = "no half-life" if len(without) == len(built) else f"half-life {format_duration(hl)}"
+    out.write(f"score of an entry put at 0 and never rehearsed; {scale}\n")
+    if without:
+        out.write(f"({', '.join(without)}: no half-life, a time scale of its own)\n")
     for line in render_curves(data, sp, color=color):
         out.write(line + "\n")
     out.write("  (time since put →, score ↑; importance 1)\n")
@@ -350,13 +386,36 @@ def curves(models: Sequence[str] | None, half_life: str, span: str, out: TextIO 
 
 # -- inspect -----------------------------------------------------------------
 
-_FOREVER = 1000 * 365.25 * 86400.0
+#: Every state ``inspect`` and ``simulate`` label an entry with, in the order they are counted.
+STATES = ("pinned", "active", "fading", "summarized", "below eviction", "expired", "unscored")
 
 
-def _load(path: str, clock: _Clock) -> Any:
-    """The memory saved in ``path`` (CLIError with one line for every kind of bad file)."""
+def _unscored(entry: Entry[Any, Any], now: datetime) -> float:
+    """The stand-in for a saved custom decay function: ``inspect`` never scores with it."""
+    raise RuntimeError("scores are unavailable: the memory was saved with a custom decay function")
+
+
+@dataclass
+class Loaded:
+    """A memory read by ``lethe inspect``, and where its scores come from."""
+
+    memory: Any
+    scored: bool
+    scores: str
+    decay_fn: Any
+
+
+def _load(path: str, clock: _Clock, model: str | None = None) -> Loaded:
+    """The memory saved in ``path`` (CLIError with one line for every kind of bad file).
+
+    A memory saved with a custom decay function is loaded unscored unless
+    ``model`` names a built-in to score it with.
+    """
     from lethe._memory import Memory
+    from lethe.decay import BUILTINS
 
+    if model is not None and model not in BUILTINS:
+        raise CLIError(f"--model: unknown decay function {model!r}; choose one of {sorted(BUILTINS)}")
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -369,16 +428,23 @@ def _load(path: str, clock: _Clock) -> Any:
         raise CLIError(f"{path}: not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise CLIError(f"{path}: expected a JSON object saved by Memory.to_dict(), got a JSON {_json_type(data)}")
-    saved = data.get("decay_fn")
-    if isinstance(saved, dict) and saved.get("name") == "custom":
-        raise CLIError(
-            f"{path}: saved with a custom decay function ({saved.get('repr', '?')!s:.60}); "
-            "only memories using a built-in model can be inspected"
-        )
+    saved: Any = data.get("decay_fn")
+    custom = isinstance(saved, dict) and saved.get("name") == "custom"
+    saved_repr = f"a custom decay function ({saved.get('repr', '?')!s:.60})" if custom else "its saved decay function"
+    if model is not None:
+        decay_fn: Any = model
+        scores = f"scored with --model {model} (built from the saved half_life), not {saved_repr}"
+    elif custom:
+        decay_fn = _unscored
+        scores = f"unavailable: saved with {saved_repr}; pass --model NAME to score with a built-in model"
+    else:
+        decay_fn, scores = None, "scored with its saved decay function"
     try:
-        return Memory.from_dict(data, clock_fn=clock)
+        mem = Memory.from_dict(data, clock_fn=clock, decay_fn=decay_fn)
     except Exception as exc:
         raise CLIError(f"{path}: not a saved memory: {exc}") from None
+    shown = saved if decay_fn is _unscored else getattr(mem.decay_fn, "to_dict", lambda: {"name": "?"})()
+    return Loaded(memory=mem, scored=decay_fn is not _unscored, scores=scores, decay_fn=shown)
 
 
 def _json_type(data: Any) -> str:
@@ -386,49 +452,40 @@ def _json_type(data: Any) -> str:
     return names.get(type(data), type(data).__name__)
 
 
-def crossing(mem: Any, key: Any, threshold: float, clock: _Clock, at: datetime) -> float | None:
-    """Seconds after ``at`` when the entry at ``key`` first scores below ``threshold``.
+def _after(mem: Any, key: Any, threshold: float, at: datetime) -> float | None:
+    """Seconds after ``at`` when the entry first scores below ``threshold`` (``Memory.time_until``).
 
-    0.0 when it already does; None when it never will (pinned, or not within
-    1000 years).  Found by bisection on ``mem.score`` read through ``clock``,
-    assuming an entry left alone never gains score.
+    0.0 when it already does; None when it never will, or not before the
+    largest representable time (``datetime.max``).
     """
-
-    def score(after: float) -> float:
-        clock.now = at + timedelta(seconds=after)
-        value: float = mem.score(key)
-        return value
-
     try:
         if key not in mem:  # past its deadline: gone already
             return 0.0
-        if mem.peek(key).pinned:
+        wait = mem.time_until(key, threshold)
+        if wait is None:
             return None
-        if score(0.0) < threshold:
-            return 0.0
-        hi = max(float(mem.half_life), 1.0)
-        while score(hi) >= threshold:
-            hi *= 2.0
-            if hi > _FOREVER:
-                return None
-        lo = 0.0
-        while hi - lo > max(0.5, hi * 1e-7):
-            mid = (lo + hi) / 2.0
-            if score(mid) < threshold:
-                hi = mid
-            else:
-                lo = mid
-        return hi
-    finally:
-        clock.now = at
+        _ = at + wait  # past datetime.max: OverflowError
+    except OverflowError:
+        return None
+    seconds: float = wait.total_seconds()
+    return seconds
+
+
+def _next_eviction(mem: Any) -> datetime | None:
+    """``Memory.next_eviction()``, None when it lies beyond the representable time."""
+    try:
+        when: datetime | None = mem.next_eviction()
+    except OverflowError:
+        return None
+    return when
 
 
 @dataclass
 class Row:
-    """One entry of ``lethe inspect``."""
+    """One entry of ``lethe inspect``; ``score`` and the forecasts are None when unavailable."""
 
     key: Any
-    score: float
+    score: float | None
     state: str
     age: float
     last_access: float
@@ -442,40 +499,74 @@ class Row:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _state(entry: Any, score: float, mem: Any, at: datetime) -> str:
+def _state(entry: Any, score: float | None, mem: Any, at: datetime) -> str:
+    """The entry's state at ``at`` (one of :data:`STATES`).
+
+    ``expired`` (past its deadline), ``pinned``, ``below eviction`` (the next
+    ``evict()`` removes it), ``summarized`` (``summarize_fn`` has run on its
+    current value: ``Entry.summarized``), ``fading`` (below
+    ``summarize_threshold``, not summarized yet), ``active``; ``unscored`` when
+    scores are unavailable and none of the others is known.
+    """
     if entry.expires_at is not None and entry.expires_at <= at:
         return "expired"
     if entry.pinned:
         return "pinned"
-    if score < mem.eviction_threshold:
+    if score is not None and score < mem.eviction_threshold:
         return "below eviction"
-    if entry.summarized or score < mem.summarize_threshold:
+    if entry.summarized:
         return "summarized"
+    if score is None:
+        return "unscored"
+    if score < mem.summarize_threshold:
+        return "fading"
     return "active"
 
 
-def inspect_rows(mem: Any, clock: _Clock, at: datetime, sort: str = "score", top: int | None = None) -> list[Row]:
-    """The rows of ``lethe inspect`` for ``mem`` at ``at``, sorted and cut to ``top``."""
+def _counts(states: Sequence[str]) -> dict[str, int]:
+    """How many of ``states`` are each state, in the order of :data:`STATES`, zeros left out."""
+    return {s: n for s in STATES if (n := states.count(s))}
+
+
+def inspect_rows(
+    mem: Any, clock: _Clock, at: datetime, sort: str = "score", top: int | None = None, scored: bool = True
+) -> tuple[list[Row], dict[str, int]]:
+    """The rows of ``lethe inspect`` for ``mem`` at ``at``, sorted and cut to ``top``, and every entry's state counts.
+
+    Without scores (``scored=False``) the ``score`` order is pinned first, then the latest put first.
+    """
     clock.now = at
-    scored: list[tuple[Any, float]] = mem.scored()
-    # Entries past their deadline are gone for every read; evict() still reports them.
-    scored += [(e, 0.0) for e in mem.evict()[1] if e.expires_at is not None and e.expires_at <= at]
+    pairs: list[tuple[Any, float | None]]
+    if scored:
+        pairs = list(mem.scored())
+    else:
+        keys = mem.keys()  # not iter(mem): that ranks by score
+        entries = sorted((mem.peek(k) for k in keys), key=lambda e: (e.pinned, e.seq), reverse=True)
+        pairs = [(e, None) for e in entries]
+    # Entries past their deadline are gone for every read, but the file still holds them
+    # (the next write would remove and report them): listed last, as expired.
+    gone = sorted((e for e in mem._entries.values() if e.key not in mem), key=lambda e: e.seq, reverse=True)
+    pairs += [(e, 0.0 if scored else None) for e in gone]
+    states = [_state(entry, score, mem, at) for entry, score in pairs]
+    counts = _counts(states)
+    order = list(range(len(pairs)))
     if sort == "age":
-        scored.sort(key=lambda p: (p[0].inserted_at, p[0].seq))
+        order.sort(key=lambda i: (pairs[i][0].inserted_at, pairs[i][0].seq))
     elif sort == "key":
-        scored.sort(key=lambda p: (type(p[0].key).__name__, str(p[0].key)))
+        order.sort(key=lambda i: (type(pairs[i][0].key).__name__, str(pairs[i][0].key)))
     if top is not None:
-        scored = scored[:top]
-    progress = Progress("inspect", len(scored))
+        order = order[:top]
+    progress = Progress("inspect", len(order))
     rows = []
     try:
-        for i, (entry, score) in enumerate(scored):
-            progress.update(i)
+        for n, i in enumerate(order):
+            progress.update(n)
+            entry, score = pairs[i]
             rows.append(
                 Row(
                     key=entry.key,
                     score=score,
-                    state=_state(entry, score, mem, at),
+                    state=states[i],
                     age=(at - entry.inserted_at).total_seconds(),
                     last_access=(at - entry.last_accessed_at).total_seconds(),
                     access_count=entry.access_count,
@@ -483,16 +574,18 @@ def inspect_rows(mem: Any, clock: _Clock, at: datetime, sort: str = "score", top
                     preview=_preview(entry.value),
                     value=entry.value,
                     summary=entry.summary,
-                    summarize_in=crossing(mem, entry.key, mem.summarize_threshold, clock, at),
-                    evict_in=crossing(mem, entry.key, mem.eviction_threshold, clock, at),
+                    summarize_in=_after(mem, entry.key, mem.summarize_threshold, at) if scored else None,
+                    evict_in=_after(mem, entry.key, mem.eviction_threshold, at) if scored else None,
                 )
             )
     finally:
         progress.done()
-    return rows
+    return rows, counts
 
 
-def _when(after: float | None) -> str:
+def _when(after: float | None, scored: bool = True) -> str:
+    if not scored:
+        return "unavailable"
     if after is None:
         return "never"
     if after == 0.0:
@@ -504,6 +597,10 @@ def _iso(at: datetime, after: float | None) -> str | None:
     return None if after is None else (at + timedelta(seconds=after)).isoformat()
 
 
+def _count_text(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{n} {state}" for state, n in counts.items()) or "none"
+
+
 def inspect(
     path: str,
     at: str | None = None,
@@ -511,24 +608,32 @@ def inspect(
     sort: str = "score",
     as_json: bool = False,
     out: TextIO = sys.stdout,
+    model: str | None = None,
 ) -> int:
-    """Print the entries of a saved memory with their scores, states and threshold crossings."""
+    """Print the entries of a saved memory with their scores, states, summaries and threshold crossings."""
     moment = datetime.now(timezone.utc) if at is None else parse_time(at, "--at")
     if top is not None and top < 0:
         raise CLIError(f"--top: must be >= 0, got {top}")
     clock = _Clock(moment)
-    mem = _load(path, clock)
-    rows = inspect_rows(mem, clock, moment, sort, top)
+    loaded = _load(path, clock, model)
+    mem = loaded.memory
+    rows, counts = inspect_rows(mem, clock, moment, sort, top, loaded.scored)
+    half_life = _half_life_of(mem) if loaded.scored else None
+    clock.now = moment
+    upcoming = _next_eviction(mem) if loaded.scored else None
     if as_json:
         doc = {
             "file": path,
             "at": moment.isoformat(),
             "size": len(mem),
             "max_entries": mem.max_entries,
-            "decay_fn": getattr(mem.decay_fn, "to_dict", lambda: {"name": repr(mem.decay_fn)})(),
-            "half_life": mem.half_life,
+            "decay_fn": loaded.decay_fn,
+            "scores": loaded.scores,
+            "half_life": half_life,
             "summarize_threshold": mem.summarize_threshold,
             "eviction_threshold": mem.eviction_threshold,
+            "next_eviction": None if upcoming is None else upcoming.isoformat(),
+            "counts": counts,
             "entries": [
                 {
                     "key": r.key,
@@ -552,23 +657,33 @@ def inspect(
         out.write(json.dumps(doc, indent=2, default=repr, ensure_ascii=False) + "\n")
         return 0
     w = out.write
+    if loaded.scored:
+        model_text = repr(mem.decay_fn)
+    else:
+        model_text = f"custom decay function {loaded.decay_fn.get('repr', '?')!s:.60}"
+    next_text = "unavailable" if not loaded.scored else "never" if upcoming is None else upcoming.isoformat()
     w(
-        f"{path}: {len(mem)}/{mem.max_entries} entries, {mem.decay_fn!r}, at {moment.isoformat()}\n"
-        f"thresholds: summarize < {mem.summarize_threshold:g}, evict < {mem.eviction_threshold:g}\n\n"
+        f"{path}: {len(mem)}/{mem.max_entries} entries, {model_text}, at {moment.isoformat()}\n"
+        f"scores: {loaded.scores}; "
+        + (f"half-life {format_duration(half_life)}\n" if half_life is not None else "no half-life\n")
+        + f"thresholds: summarize < {mem.summarize_threshold:g}, evict < {mem.eviction_threshold:g}; "
+        f"next eviction: {next_text}\n"
+        f"states: {_count_text(counts)}\n\n"
     )
-    header = ("key", "score", "state", "age", "accessed", "n", "imp", "summarize", "evict", "value")
+    header = ("key", "score", "state", "age", "accessed", "n", "imp", "summarize", "evict", "value", "summary")
     table = [
         (
             _preview(r.key, 14),
-            f"{r.score:.3f}",
+            "n/a" if r.score is None else f"{r.score:.3f}",
             r.state,
             format_duration(r.age),
             format_duration(r.last_access) + " ago",
             str(r.access_count),
             f"{r.importance:g}",
-            _when(r.summarize_in),
-            _when(r.evict_in),
+            _when(r.summarize_in, loaded.scored),
+            _when(r.evict_in, loaded.scored),
             r.preview,
+            "-" if r.summary is None else _preview(r.summary, 40),
         )
         for r in rows
     ]
@@ -587,13 +702,48 @@ _KEYED = frozenset(_OPS) - {"put", "evict"}
 _EVENT_FIELDS = frozenset({"t", "op", "key", "value", "importance", "pinned", "metadata"})
 _SIM_START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
+#: The log format ``lethe simulate`` reads (its ``--help`` epilog, quoted in docs/cli.md).
+SIMULATE_LOG_FORMAT = """\
+The log is JSON lines: one JSON object per line, one operation each, in time
+order (blank lines are skipped). Fields:
+
+  t           required. An ISO-8601 time with a UTC offset ("2026-01-01T09:00:00Z"),
+              or seconds (a number >= 0) after the first event's time (after
+              2026-01-01T00:00:00Z when the first event's t is a number).
+              Never earlier than the previous event's.
+  op          required. One of:
+                put     Memory.put(value, key=, importance=, pinned=, metadata=)
+                get     Memory.get(key): a rehearsal (with importance: Memory.touch)
+                touch   Memory.touch(key, importance=)
+                update  Memory.update(key, value): a new value, a rehearsal
+                pin     Memory.pin(key)
+                unpin   Memory.unpin(key)
+                delete  Memory.delete(key)
+                evict   Memory.evict(): summarize what fades, remove what has faded
+  key         a string or a number. Required by every op but put and evict; a put
+              without one gets a generated int key.
+  value       any JSON value. Required by put and update.
+  importance  a number >= 0 (put: default 1; get and touch: the new importance).
+  pinned      true or false (put only; default false).
+  metadata    a JSON object (put only).
+
+Any other field is an error. An op on a key the memory does not hold counts
+as a miss; a put into a memory whose entries are all pinned counts as
+rejected. Example lines:
+
+  {"t": "2026-01-01T09:00:00Z", "op": "put", "key": "rule", "value": "be terse", "pinned": true}
+  {"t": 60, "op": "put", "key": "obs1", "value": "the build is green", "importance": 1.5}
+  {"t": 120, "op": "get", "key": "obs1"}
+  {"t": 7200, "op": "evict"}
+"""
+
 
 @dataclass
 class SimulationReport:
     """What ``lethe simulate`` found: counts, and what was kept, summarized and evicted."""
 
     model: str
-    half_life: float
+    half_life: float | None
     capacity: int
     events: int = 0
     ops: dict[str, int] = field(default_factory=dict)
@@ -604,6 +754,10 @@ class SimulationReport:
     evicted: list[dict[str, Any]] = field(default_factory=list)
     start: datetime | None = None
     end: str | None = None
+
+    def kept_states(self) -> dict[str, int]:
+        """How many kept entries end in each state (the labels of ``kept``), zeros left out."""
+        return _counts([k["state"] for k in self.kept])
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON types."""
@@ -617,7 +771,12 @@ class SimulationReport:
             "rejected": self.rejected,
             "start": None if self.start is None else self.start.isoformat(),
             "end": self.end,
-            "counts": {"kept": len(self.kept), "summarized": len(self.summarized), "evicted": len(self.evicted)},
+            "counts": {
+                "kept": len(self.kept),
+                "kept_states": self.kept_states(),
+                "summarized": len(self.summarized),
+                "evicted": len(self.evicted),
+            },
             "kept": self.kept,
             "summarized": self.summarized,
             "evicted": self.evicted,
@@ -630,7 +789,10 @@ def _event_time(raw: Any, start: datetime) -> datetime:
     if isinstance(raw, (int, float)):
         if not math.isfinite(raw) or raw < 0 or raw > _MAX_SECONDS * 10:
             raise CLIError(f"t: seconds since start must be finite and >= 0, got {raw!r}")
-        return start + timedelta(seconds=raw)
+        try:
+            return start + timedelta(seconds=raw)
+        except OverflowError:
+            raise CLIError(f"t: {raw!r} seconds after {start.isoformat()} is past the year 9999") from None
     if isinstance(raw, str):
         return parse_time(raw, "t")
     raise CLIError(f"t: expected an ISO time or seconds since start, got {_json_type(raw)}")
@@ -659,7 +821,7 @@ def simulate(path: str, model: str = "exponential", half_life: str = "1h", capac
     if capacity < 1:
         raise CLIError(f"--capacity: must be >= 1, got {capacity}")
     fn = _build_model(model, hl)
-    report = SimulationReport(model=model, half_life=hl, capacity=capacity)
+    report = SimulationReport(model=model, half_life=hl if _uses_half_life(model, hl) else None, capacity=capacity)
     clock = _Clock(_SIM_START)
     summarized: dict[Any, None] = {}
     reason = ["capacity"]
@@ -773,13 +935,14 @@ def _replay(line: str, mem: Any, clock: _Clock, report: SimulationReport, reason
 
 def _print_simulation(report: SimulationReport, out: TextIO, limit: int = 20) -> None:
     w = out.write
-    w(
-        f"replayed {report.events} events with {report.model}, half-life {format_duration(report.half_life)}, "
-        f"capacity {report.capacity}; ended {report.end}\n"
-    )
+    scale = "no half-life" if report.half_life is None else f"half-life {format_duration(report.half_life)}"
+    w(f"replayed {report.events} events with {report.model}, {scale}, capacity {report.capacity}; ended {report.end}\n")
     ops = ", ".join(f"{op} {report.ops[op]}" for op in _OPS if op in report.ops) or "none"
     w(f"ops: {ops}; misses (unknown key) {report.misses}; puts rejected (all pinned) {report.rejected}\n")
-    w(f"kept {len(report.kept)}, summarized {len(report.summarized)}, evicted {len(report.evicted)}\n")
+    w(
+        f"kept {len(report.kept)} ({_count_text(report.kept_states())}), "
+        f"summarized {len(report.summarized)}, evicted {len(report.evicted)}\n"
+    )
 
     def section(title: str, items: list[str]) -> None:
         w(f"\n{title} ({len(items)}):\n")
@@ -812,7 +975,20 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--top", type=int, metavar="N", help="show only the first N entries")
     i.add_argument("--sort", choices=("score", "age", "key"), default="score")
     i.add_argument("--json", action="store_true", help="print machine-readable JSON")
-    s = sub.add_parser("simulate", help="replay a JSON-lines log of operations")
+    i.add_argument(
+        "--model",
+        metavar="NAME",
+        help="score with this built-in model (built from the saved half_life) instead of the saved one; "
+        "needed for scores of a memory saved with a custom decay function",
+    )
+    s = sub.add_parser(
+        "simulate",
+        help="replay a JSON-lines log of operations",
+        description="Replay a JSON-lines log of operations through a decay model and a capacity,\n"
+        "and report what was kept, summarized and evicted.",
+        epilog=SIMULATE_LOG_FORMAT,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     s.add_argument("log", metavar="LOG.jsonl")
     s.add_argument("--model", default="exponential", metavar="NAME", help="a built-in decay model")
     s.add_argument("--half-life", default="1h")
@@ -830,7 +1006,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "curves":
             return curves(args.model, args.half_life, args.span)
         if args.command == "inspect":
-            return inspect(args.file, args.at, args.top, args.sort, args.json)
+            return inspect(args.file, args.at, args.top, args.sort, args.json, model=args.model)
         if args.command == "simulate":
             report = simulate(args.log, args.model, args.half_life, args.capacity)
             if args.json:

@@ -123,6 +123,9 @@ class Entry(Generic[K, V]):
 
     Entries are immutable: a rehearsal or an update gives the memory a new
     entry and leaves the old one (and every memory holding it) unchanged.
+    That immutability is shallow: ``value``, ``summary`` and the values in
+    ``metadata`` are the objects you passed, not copies, so keep them
+    immutable (or never mutate them) for snapshots to stay what they were.
 
     Attributes:
         key: The entry's unique key.
@@ -135,6 +138,7 @@ class Entry(Generic[K, V]):
         metadata: A read-only copy of the caller's metadata.
         summary: What ``summarize_fn`` returned for the current value, else None.
         summarized: Whether ``summarize_fn`` has run for the current value (it runs at most once).
+            A rehearsal (``get``, ``touch``) keeps it; ``update`` (a new value) resets it.
         expires_at: Time-to-live deadline; an expired entry scores 0.0.  None for no deadline.
         seq: Position in the memory's history of puts; breaks ties between equal scores.
         decay_state: Per-entry state kept by the decay function (for example ACT-R's

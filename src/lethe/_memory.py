@@ -190,13 +190,24 @@ class Memory(Generic[K, V]):
     and one reading of the clock.  Share a memory across threads or tasks
     freely: only the reference to the *current* version needs guarding.
 
+    Immutability is shallow: the memory never changes the values, summaries
+    or metadata values you give it, but it does not copy or freeze them
+    either (entry metadata is a read-only mapping, its values are yours).
+    Store immutable values (str, int, tuple, frozen dataclasses, ...), or
+    never mutate one after putting it: a change would show in every version
+    that holds it.
+
     Args:
         max_entries: Capacity (a positive int).  A new key at capacity evicts the
             lowest-scored unpinned entry (summarized first, reported to ``on_evict``).
-        decay_fn: ``"exponential"``, ``"access_weighted"``, ``"actr"`` (alias
-            ``"combined"``), a :class:`~lethe.decay.DecayFunction` object (an
-            instance, not the class), or any callable ``(entry, now) -> float``.
-            Names are built with ``half_life``.
+        decay_fn: A built-in by name — ``"exponential"`` (the default),
+            ``"access_weighted"``, ``"actr"`` (alias ``"combined"``),
+            ``"power_law"``, ``"soft_floor"``, ``"ebbinghaus_ltp"``,
+            ``"stability_exponential"``, ``"adaptive"``, ``"fsrs"`` or
+            ``"recency"`` (the names of ``lethe.decay.BUILTINS``), built with
+            ``half_life`` (``"fsrs"`` keeps its own time scale) — a
+            :class:`~lethe.decay.DecayFunction` object (an instance, not the
+            class), or any callable ``(entry, now) -> float``.
         half_life: A ``timedelta`` or seconds (> 0), default one hour; stored as
             seconds.  It is the half-life in use: the time after which a fresh,
             never-rehearsed entry of importance 1 scores 0.5.  A built-in decay

@@ -1,4 +1,4 @@
-"""The three decay functions of the design spec: exponential, access-weighted and ACT-R."""
+"""The classic decay functions: exponential (Ebbinghaus 1885), access-weighted and ACT-R (Anderson & Lebiere 1998)."""
 
 from __future__ import annotations
 
@@ -175,7 +175,10 @@ class ACTR:
     Args:
         half_life: Time at which a once-inserted entry scores 0.5 (``timedelta`` or seconds).
         decay: ACT-R's ``d``, in (0, 1); 0.5 is the standard value.
-        noise: The logistic scale ``s`` (> 0); smaller is steeper.
+        noise: ACT-R's activation-noise parameter ``s`` (``:ans``, > 0), used only as the
+            scale of the logistic above: smaller is steeper.  Nothing random is
+            added; scores are deterministic (the expected recall probability
+            under logistic activation noise of scale ``s``).
         threshold: ``tau``; None (the default) derives it from ``half_life``.
         history: How many recent access times each entry keeps (>= 1).
 

@@ -417,7 +417,7 @@ _MISSING = object()
 class Importance:
     """The entry's importance as a score: ``raw = min(importance, 1)``, constant in time.
 
-    The importance component of seed 002's priority score (Ariadne).  It
+    The importance component of :func:`priority_blend`.  It
     includes importance (``includes_importance`` is True) and ignores time
     and rehearsals.
 
@@ -454,9 +454,8 @@ class Importance:
 class Recency:
     """Recency of creation: ``raw = 0.5 ** (age / half_life)``, age since the entry was put.
 
-    The recency component of seed 002's priority score, which the source
-    describes only as "time since creation, normalized"; lethe normalizes it
-    with a half-life.  Rehearsals do not change it.  It ignores importance on
+    The recency component of :func:`priority_blend`: time since creation,
+    normalized with a half-life.  Rehearsals do not change it.  It ignores importance on
     purpose (``includes_importance`` is True so nothing multiplies it): pair
     it with :class:`Importance` in a :class:`Blend`.
 
@@ -504,8 +503,8 @@ class Recency:
 class AccessFrequency:
     """How often the entry was used: ``raw = min(access_count / saturation, 1)``.
 
-    The access component of seed 002's priority score ("number of times
-    accessed, normalized to 100").  Constant in time, raised by each
+    The access component of :func:`priority_blend`: the number of accesses,
+    normalized to ``saturation`` (100 by default).  Constant in time, raised by each
     rehearsal, importance-free (``includes_importance`` is True so nothing
     multiplies it).
 
@@ -553,7 +552,10 @@ def priority_blend(
     saturation: float = 100.0,
     retention_fn: Any = None,
 ) -> Blend:
-    """Seed 002's (Ariadne's) priority score as a :class:`Blend`.
+    """A priority score as a :class:`Blend`: a weighted sum of importance, recency, use and retention.
+
+    A retrieval score in the spirit of Park et al. (2023), "Generative Agents",
+    which ranks memories by a weighted sum of recency, importance and relevance.
 
     ``priority = 0.4 * importance + 0.3 * recency + 0.2 * access + 0.1 * retention``
     with ``importance = min(importance, 1)`` (:class:`Importance`), ``recency``

@@ -57,9 +57,11 @@ class EbbinghausLTP:
     days since the last access, ``tau_eff = base_tau * ltp_multiplier ** n``
     (``n = entry.access_count``, the retrievals), ``f = min(n / max(days_alive, 1), 1)``
     and ``E`` is ``entry.metadata[emotion_key]`` clamped to 0..1 (0 when absent
-    or not a number).  Source: the Ethos "Ebbinghaus Decay + LTP" story
-    (seed 001), whose ``S_0`` plays the part of the entry's importance: the
-    memory multiplies the raw score by importance and clamps it to 0..1.
+    or not a number).  Sources: Ebbinghaus's (1885) exponential forgetting
+    curve; long-term potentiation (Bliss & Lømo 1973) as a growth of the time
+    constant with each retrieval; emotional arousal strengthening memories
+    (McGaugh 2004) as the ``E`` boost.  The starting strength is the entry's
+    importance: the memory multiplies the raw score by it and clamps to 0..1.
 
     The boosts can lift the raw score above 1 (for example ``1 + beta`` for a
     fresh, fully emotional entry); the memory's clamp keeps the final score in
@@ -156,18 +158,17 @@ class StabilityExponential:
     """Ebbinghaus retention with importance-scaled stability that grows with each access.
 
     ``R = exp(-t / S)`` with ``S = half_life * importance * growth ** access_count``
-    and ``t`` the time since the last access.  Source: Ariadne's lifecycle
-    documentation (seed 002).  Importance enters through the stability, so
+    and ``t`` the time since the last access: exponential retention with a
+    memory stability ``S`` that grows with each review, as in the
+    two-component model of memory (Woźniak, Gorzelańczyk & Murakowski 1995).
+    Importance enters through the stability, so
     ``includes_importance`` is True: the memory does not multiply again, and
     an entry of importance 0 always scores 0.
 
-    Despite its name (kept from the source), ``half_life`` is the time
-    *constant* of the curve: at ``importance * growth ** n == 1`` the score
-    is ``1 / e`` (not 0.5) after one ``half_life``.  The source's worked example
-    (importance 0.8, ``S = 69120`` s) prints 0.287 after a day and 0.000125
-    after a week; the formula it states gives ``exp(-1.25) = 0.2865`` and
-    ``exp(-8.75) = 1.58e-4`` (its arithmetic is slightly off), which is what
-    this class returns.
+    Despite its name, ``half_life`` is the time *constant* of the curve: at
+    ``importance * growth ** n == 1`` the score is ``1 / e`` (not 0.5) after
+    one ``half_life``.  Worked values at importance 0.8 (``S = 69120`` s):
+    ``exp(-1.25) = 0.2865`` after a day and ``exp(-8.75) = 1.58e-4`` after a week.
 
     Args:
         half_life: Base time constant (``timedelta`` or seconds, > 0).
@@ -265,11 +266,13 @@ def _multipliers(value: object) -> tuple[tuple[str, float], ...]:
 
 @dataclass(frozen=True, slots=True, init=False)
 class AdaptiveDecay:
-    """Adaptive decay v2: type, access, graph and channel aware, with a retention floor.
+    """Adaptive decay: type, access, graph and channel aware, with a retention floor.
 
-    Source: ADR-015 "Adaptive Decay v2" (seed 003), the corrected formula with
-    the EC-1 fix.  With ``N = access_count + 1`` (the source counts creation
-    as an access), ``H`` hours since the entry was put and ``L`` hours since
+    An exponential decay whose rate adapts to the entry: a per-type rate,
+    a logarithmic access stability, resistance from knowledge-graph links,
+    channel diversity, a recency boost capped at the entry's importance and a
+    retention floor.  With ``N = access_count + 1`` (creation counts as an
+    access), ``H`` hours since the entry was put and ``L`` hours since
     its last access::
 
         stability  = 1 + access_stability_k * ln(1 + N)
@@ -286,8 +289,8 @@ class AdaptiveDecay:
     collection (its length), 0 when absent.  Importance is applied inside, so
     ``includes_importance`` is True.
 
-    Deviation from the source: its boost condition, ``H > 168 and L < 24``,
-    would switch on by itself when an entry accessed less than a day ago
+    The boost condition: a plain ``H > 168 and L < 24`` would switch on by
+    itself when an entry accessed less than a day ago
     turns a week old, raising the score without a rehearsal.  Here the boost
     applies when ``L < recency_access_threshold`` and the last access itself
     happened more than ``recency_age_threshold`` hours after the entry was put
@@ -314,7 +317,7 @@ class AdaptiveDecay:
     >>> t = datetime(2026, 1, 1, tzinfo=timezone.utc)
     >>> e = Entry(key=1, value="v", inserted_at=t, last_accessed_at=t, importance=0.8,
     ...           metadata={"type": "fact", "channels": 1})
-    >>> round(AdaptiveDecay().score(e, t + timedelta(hours=720)), 3)  # scenario 1
+    >>> round(AdaptiveDecay().score(e, t + timedelta(hours=720)), 3)  # a fact, 30 days untouched
     0.689
     """
 
@@ -521,8 +524,8 @@ class SoftFloor:
     """Exponential decay towards an importance-gated floor: important entries never vanish.
 
     ``raw = floor + (1 - floor) * 0.5 ** (t / half_life)``, ``t`` since the last
-    access, after memory-decay-core's soft-floor decay (seed 004), where
-    high-impact memories decay to a non-zero floor set by a sigmoid gate.
+    access: high-impact memories decay to a non-zero floor set by a logistic
+    (sigmoid) gate on importance.
 
     In lethe importance 1 is the neutral level (the memory multiplies by it,
     and the one-half-life rule must hold at importance 1), so the floor is

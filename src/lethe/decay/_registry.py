@@ -51,7 +51,7 @@ def _stability(half_life: timedelta | float) -> StabilityExponential:
 
 def _adaptive(half_life: timedelta | float) -> AdaptiveDecay:
     hours = seconds(half_life, "half_life") / 3600.0
-    # A fresh entry (access count 1 in the source's terms, default type) halves after half_life.
+    # A fresh entry (N = 1: creation counts as an access; default type) halves after half_life.
     return AdaptiveDecay(base_rate=_LN2 * (1.0 + 0.3 * _LN2) / hours)
 
 
