@@ -11,7 +11,7 @@ from dataclasses import InitVar, dataclass, field
 from datetime import datetime, timedelta
 from itertools import compress, islice
 from operator import attrgetter, eq
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 from lethe import _expiry
 from lethe._btree import Tree
@@ -600,6 +600,60 @@ class Memory(Generic[K, V]):
 
     # -- writes -----------------------------------------------------------
 
+    # Without a key an int key is generated: only a memory whose keys may be ints takes none.
+    @overload
+    def put(
+        self: Memory[int, V],
+        value: V,
+        *,
+        key: None = ...,
+        importance: float = ...,
+        pinned: bool = ...,
+        metadata: Mapping[str, Any] | None = ...,
+        ttl: timedelta | float | None = ...,
+        expires_at: datetime | None = ...,
+    ) -> Memory[int, V]: ...
+
+    @overload
+    def put(
+        self: Memory[int | str, V],
+        value: V,
+        *,
+        key: None = ...,
+        importance: float = ...,
+        pinned: bool = ...,
+        metadata: Mapping[str, Any] | None = ...,
+        ttl: timedelta | float | None = ...,
+        expires_at: datetime | None = ...,
+    ) -> Memory[int | str, V]: ...
+
+    # Without a key, an int key is generated: only a memory whose keys may be ints takes one.
+    @overload
+    def put(
+        self: Memory[Hashable, V],
+        value: V,
+        *,
+        key: None = ...,
+        importance: float = ...,
+        pinned: bool = ...,
+        metadata: Mapping[str, Any] | None = ...,
+        ttl: timedelta | float | None = ...,
+        expires_at: datetime | None = ...,
+    ) -> Memory[Hashable, V]: ...
+
+    @overload
+    def put(
+        self,
+        value: V,
+        *,
+        key: K,
+        importance: float = ...,
+        pinned: bool = ...,
+        metadata: Mapping[str, Any] | None = ...,
+        ttl: timedelta | float | None = ...,
+        expires_at: datetime | None = ...,
+    ) -> Memory[K, V]: ...
+
     def put(
         self,
         value: V,
@@ -610,7 +664,7 @@ class Memory(Generic[K, V]):
         metadata: Mapping[str, Any] | None = None,
         ttl: timedelta | float | None = None,
         expires_at: datetime | None = None,
-    ) -> Memory[K, V]:
+    ) -> Memory[Any, V]:
         """Store ``value``; return the new memory.
 
         Without ``key``, an int key is generated, larger than every key
