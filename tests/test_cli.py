@@ -596,3 +596,13 @@ def test_simulate_help_and_docs_describe_the_log_format() -> None:
         assert "JSON" in text
         assert '{"t": ' in text
         assert SIMULATE_LOG_FORMAT.strip() in text
+
+
+def test_inspect_at_a_time_before_the_files_latest_reading_says_so_in_one_line(tmp_path: Path) -> None:
+    path = saved(tmp_path, build_memory().to_dict())
+    result = run("inspect", path, "--at", "2000-01-01T00:00:00+00:00")
+    assert result.returncode == 0, result.stderr
+    notes = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(notes) == 1
+    assert notes[0].startswith(f"note: {path}: the memory's latest clock reading")
+    assert "Warning" not in result.stderr

@@ -405,6 +405,8 @@ def test_access_count_is_read_up_to_2_to_the_53(clock: Clock) -> None:
     round_trip_after_a_write(data, clock, "get")  # the get reaches 2**53
     data["entries"][0]["access_count"] = 2**53
     round_trip_after_a_write(data, clock, "put")
+    round_trip_after_a_write(data, clock, "get")  # rehearsals saturate at 2**53
+    assert Memory.from_dict(data, clock_fn=clock).get("a")[1].access_count == 2**53
     data["entries"][0]["access_count"] = 2**53 + 1
     with pytest.raises(ValueError, match=r"entries\[0\]\.access_count"):
         Memory.from_dict(data, clock_fn=clock)

@@ -16,6 +16,7 @@ import math
 import re
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from lethe._entry import Entry
+from lethe._errors import ClockWarning
 from lethe._memory import Memory
 
 
@@ -440,9 +442,16 @@ def _load(path: str, clock: _Clock, model: str | None = None) -> Loaded:
     else:
         decay_fn, scores = None, "scored with its saved decay function"
     try:
-        mem = Memory.from_dict(data, clock_fn=clock, decay_fn=decay_fn)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ClockWarning)
+            mem = Memory.from_dict(data, clock_fn=clock, decay_fn=decay_fn)
     except Exception as exc:
         raise CLIError(f"{path}: not a saved memory: {exc}") from None
+    for warning in caught:
+        if issubclass(warning.category, ClockWarning):  # one plain line, not a Python warning
+            print(f"note: {path}: {warning.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     shown = saved if decay_fn is _unscored else getattr(mem.decay_fn, "to_dict", lambda: {"name": "?"})()
     return Loaded(memory=mem, scored=decay_fn is not _unscored, scores=scores, decay_fn=shown)
 

@@ -226,6 +226,14 @@ class Memory(Generic[K, V]):
     cannot take its arguments is refused when the memory is built.  Change the
     configuration of a memory, keeping its entries, with :meth:`configure`.
 
+    Attributes:
+        evicted: The entries the operation that produced this version removed
+            (a new key at capacity, ``put_many``, ``evict()``, entries past
+            their deadline found by a write), summarized as ``on_evict`` got
+            them; ``()`` for most versions.  Not part of equality.  Report
+            them once a version is published to report each eviction once,
+            however many attempts lost a compare-and-swap (``docs/sharing.md``).
+
     Raises:
         ValueError, TypeError: a parameter is invalid (the message names it).
 
@@ -396,7 +404,7 @@ class Memory(Generic[K, V]):
         entry = self._entries.get(key)  # type: ignore[arg-type]  # any hashable may be asked about
         return entry is not None and (entry.expires_us is None or not _expired(entry, self._now()[1]))
 
-    def _live(self, now_us: float) -> set[int]:
+    def _expired_seqs(self, now_us: float) -> set[int]:
         """The seqs of the entries expired at ``now_us`` (every read leaves them out)."""
         return {item[1] for item in _expiry.due(self._deadlines, now_us)} if self._deadlines else set()
 
@@ -425,7 +433,7 @@ class Memory(Generic[K, V]):
         >>> sorted(Memory().put("a", key="x").put("b", key="y").keys())
         ['x', 'y']
         """
-        gone = self._live(self._now()[1]) if self._deadlines else set()
+        gone = self._expired_seqs(self._now()[1]) if self._deadlines else set()
         return KeysView(_EntryMapping(self._entries, gone))
 
     def peek(self, key: K) -> Entry[K, V]:
@@ -593,7 +601,7 @@ class Memory(Generic[K, V]):
         else:
             # Already nearly in rank order, which the sort below takes in near-linear time.
             pinned, entries = order.at_least(0.0, now_us)
-        gone = self._live(now_us)
+        gone = self._expired_seqs(now_us)
         if gone:
             entries = [e for e in entries if e.seq not in gone]
         return _rank(pinned, entries, self._scorer.many(entries, now, now_us))
@@ -674,11 +682,12 @@ class Memory(Generic[K, V]):
         summarized first when ``summarize_fn`` is set, then passed to ``on_evict``.
 
         ``ttl`` (a ``timedelta`` or seconds from now) or ``expires_at`` (an aware
-        datetime) give the entry a deadline: once it passes, the entry scores
-        0.0 under every decay function, is left out of ``active``, ``above``
-        and ``top``, and the next ``evict()`` removes (and reports) it.  A pinned
-        entry cannot be put with a deadline; pinning one later suspends its
-        deadline until it is unpinned.
+        datetime) give the entry a deadline: from then on it is gone for every
+        read (``in``, ``peek``, ``get``, ``score``, iteration, ``len``, ...),
+        and the next write or ``evict()`` removes it, summarized, and reports
+        it in :attr:`evicted` and to ``on_evict``.  A pinned entry cannot be
+        put with a deadline; pinning one later suspends its deadline until it
+        is unpinned.
 
         Runtime complexity: O(log n).  A new key at capacity finds its victim in
         O(log n) with an indexed decay function (see :meth:`top`), by an O(n)

@@ -327,7 +327,7 @@ class ByMetadata:
     def __init__(
         self,
         key: str,
-        choices: Mapping[Hashable, Any] | Iterable[tuple[Hashable, Any]],
+        choices: Mapping[Any, Any] | Iterable[tuple[Any, Any]],
         default: Any = None,
     ) -> None:
         if not isinstance(key, str):
