@@ -21,6 +21,17 @@ def keys(entries: Any) -> list[Any]:
     return [e.key for e in entries]
 
 
+def summarize_except(bad: Any) -> Any:
+    """A summarize_fn that fails for the entry at key ``bad`` and summarizes the others."""
+
+    def summarize(entry: Entry[Any, Any]) -> str:
+        if entry.key == bad:
+            raise ValueError(f"cannot summarize {bad}")
+        return "gist"
+
+    return summarize
+
+
 class TestEvictedAttribute:
     def test_a_fresh_memory_and_most_writes_evicted_nothing(self, make: Any) -> None:
         mem = make(max_entries=3)
@@ -70,13 +81,7 @@ class TestEvictedAttribute:
 class TestHooksHearOnlyWhatAReturnedVersionRemoved:
     def test_put_many_failing_on_a_later_summary_tells_no_hook(self, make: Any) -> None:
         told: list[Any] = []
-
-        def summarize(entry: Entry[Any, Any]) -> str:
-            if entry.key == "b":
-                raise RuntimeError("model down")
-            return "gist"
-
-        mem = make(max_entries=2, summarize_fn=summarize, on_evict=told.append)
+        mem = make(max_entries=2, summarize_fn=summarize_except("b"), on_evict=told.append)
         mem = mem.put("a", key="a").put("b", key="b")
         with pytest.raises(SummarizeError):
             mem.put_many([("c", 1), ("d", 2)])  # "a" would go first, then "b" fails
@@ -196,13 +201,7 @@ class TestSummarizeError:
 
     def test_a_program_goes_on_by_dropping_the_entry_and_reporting_it_itself(self, make: Any, clock: Clock) -> None:
         archived: list[Any] = []
-
-        def summarize(entry: Entry[Any, Any]) -> str:
-            if entry.key == "poison":
-                raise ValueError("cannot summarize this one")
-            return "gist"
-
-        mem = make(max_entries=2, summarize_fn=summarize, on_evict=archived.extend)
+        mem = make(max_entries=2, summarize_fn=summarize_except("poison"), on_evict=archived.extend)
         mem = mem.put("x", key="poison").put("y", key="fine")
         clock.tick()
         for value in ("a", "b", "c"):
@@ -215,12 +214,7 @@ class TestSummarizeError:
         assert sorted(mem.keys()) == ["b", "c"]
 
     def test_a_program_goes_on_by_keeping_the_entry(self, make: Any, clock: Clock) -> None:
-        def summarize(entry: Entry[Any, Any]) -> str:
-            if entry.key == "poison":
-                raise ValueError("no")
-            return "gist"
-
-        mem = make(max_entries=2, summarize_fn=summarize).put("x", key="poison").put("y", key="fine")
+        mem = make(max_entries=2, summarize_fn=summarize_except("poison")).put("x", key="poison").put("y", key="fine")
         clock.tick()
         try:
             mem = mem.put("z", key="z")
