@@ -1064,6 +1064,10 @@ class Memory(Generic[K, V]):
             candidates = [e for e in entries.to_list() if not e.pinned]
         else:
             candidates = order.below(max(summarize_below, evict_below), now_us)
+            due = _expiry.due(self._deadlines, now_us)
+            if due:  # past their deadline, whatever their key
+                seen = {e.seq for e in candidates}
+                candidates += [entries[key] for _, seq, key in due if seq not in seen]
         values = self._scorer.many(candidates, now, now_us)
         evicted: list[Entry[K, V]] = []
         changed: list[tuple[Entry[K, V], Entry[K, V]]] = []
@@ -1235,7 +1239,15 @@ class Memory(Generic[K, V]):
         threshold = self.eviction_threshold
         best: float | None = None
         order = self._order
-        for entry in self._entries.values() if order is None else order.soonest():
+        soonest: Iterable[Entry[K, V]]
+        if order is None:
+            soonest = self._entries.values()
+        else:
+            soonest = order.soonest()
+            deadline = self._deadlines.first()
+            if deadline is not None:
+                soonest.append(self._entries[deadline[2]])
+        for entry in soonest:
             crossing = self._crossing_us(entry, threshold, now, now_us, expiry=True)
             if crossing is not None and (best is None or crossing < best):
                 best = crossing

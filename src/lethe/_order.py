@@ -5,9 +5,10 @@ When ``score = importance * exp(-rate * (now - last_access))`` for all entries
 ranking never changes with time: ``log(score) = key - rate * (now - origin)``
 with the time-invariant ``key = log(importance) + rate * (last_access -
 origin)``.  The index keeps entries sorted by ``(key, seq)`` in a persistent
-B+tree (pinned entries at ``key = +inf``) and, apart, the deadlines of entries
-with a ``ttl``, so the top, the bottom and any score range are found in
-O(log n) instead of scoring every entry.
+B+tree (pinned entries at ``key = +inf``), so the top, the bottom and any
+score range are found in O(log n) instead of scoring every entry.  (The
+deadlines of entries with a ``ttl`` are the memory's own concern, indexed or
+not: see ``_expiry``.)
 
 Scores themselves are always computed by the decay function, exactly as for
 an unindexed memory; the index only finds the candidates.  Float rounding can
@@ -62,12 +63,11 @@ def _slack(c: float) -> float:
 
 
 class Order:
-    """An immutable ``(key, seq)`` index of a memory's entries, plus their deadlines."""
+    """An immutable ``(key, seq)`` index of a memory's entries."""
 
-    __slots__ = ("deadlines", "keys", "max_importance", "origin_us", "rate_us")
+    __slots__ = ("keys", "max_importance", "origin_us", "rate_us")
 
     keys: Tree
-    deadlines: Tree
     origin_us: float
     rate_us: float
     max_importance: float
@@ -76,15 +76,14 @@ class Order:
         self.rate_us = rate_us
         self.origin_us = origin_us
         self.max_importance = 0.0
-        self.keys = self.deadlines = Tree()
+        self.keys = Tree()
 
-    def _with(self, keys: Tree, deadlines: Tree, origin_us: float, max_importance: float) -> Order:
+    def _with(self, keys: Tree, origin_us: float, max_importance: float) -> Order:
         new: Order = object.__new__(Order)
         new.rate_us = self.rate_us
         new.origin_us = origin_us
         new.max_importance = max_importance
         new.keys = keys
-        new.deadlines = deadlines
         return new
 
     @property
@@ -107,19 +106,13 @@ class Order:
         if not (entry.accessed_us - origin) * self.rate_us <= _REBASE:  # also when origin is unset (NaN)
             return self.rebuilt([*self.entries(), entry], entry.accessed_us)
         keys = self.keys.insert((self.key(entry), entry.seq, entry))
-        deadlines = self.deadlines
-        if entry.expires_us is not None and not entry.pinned:
-            deadlines = deadlines.insert((entry.expires_us, entry.seq, entry))
         most = self.max_importance
-        return self._with(keys, deadlines, origin, most if most >= entry.importance else entry.importance)
+        return self._with(keys, origin, most if most >= entry.importance else entry.importance)
 
     def remove(self, entry: Entry[Any, Any]) -> Order:
         """The index without ``entry`` (which it must hold)."""
         keys = self.keys.delete((self.key(entry), entry.seq))
-        deadlines = self.deadlines
-        if entry.expires_us is not None and not entry.pinned:
-            deadlines = deadlines.delete((entry.expires_us, entry.seq))
-        return self._with(keys, deadlines, self.origin_us, self.max_importance)
+        return self._with(keys, self.origin_us, self.max_importance)
 
     def swap(self, old: Entry[Any, Any], new: Entry[Any, Any]) -> Order:
         """The index with ``old`` replaced by ``new``."""
@@ -131,8 +124,6 @@ class Order:
         key = new.key
         items = sorted((key(e), e.seq, e) for e in entries)
         new.keys = Tree(items)
-        timed = sorted((e.expires_us, e.seq, e) for _, _, e in items if e.expires_us is not None and not e.pinned)
-        new.deadlines = Tree(timed)
         new.max_importance = max((e.importance for _, _, e in items), default=0.0)
         return new
 
@@ -149,27 +140,21 @@ class Order:
             kept = [e for e in self.entries() if e.seq not in gone]
             return self.rebuilt([replaced.get(e.seq, e) for e in kept] + added, latest)
 
-        def survivors(tree: Tree) -> list[tuple[Any, ...]]:
-            if not replaced:
-                return [item for item in tree.to_list() if item[1] not in gone]
-            return [
+        items = self.keys.to_list()
+        if replaced:
+            keys = [
                 item if (seq := item[1]) not in replaced else (item[0], seq, replaced[seq])
-                for item in tree.to_list()
+                for item in items
                 if item[1] not in gone
             ]
-
+        else:
+            keys = [item for item in items if item[1] not in gone]
         key = self.key
-        keys = survivors(self.keys)
-        deadlines = survivors(self.deadlines)
         most = max((e.importance for e in (*replaced.values(), *added)), default=0.0)
         if added:
             keys += sorted((key(e), e.seq, e) for e in added)
             keys.sort()  # two sorted runs: merged in linear time
-            timed = sorted((e.expires_us, e.seq, e) for e in added if e.expires_us is not None and not e.pinned)
-            if timed:
-                deadlines += timed
-                deadlines.sort()
-        return self._with(Tree(keys), Tree(deadlines), self.origin_us, max(self.max_importance, most))
+        return self._with(Tree(keys), self.origin_us, max(self.max_importance, most))
 
     def entries(self) -> Iterator[Entry[Any, Any]]:
         """Every entry, in no particular order."""
@@ -206,11 +191,12 @@ class Order:
         c = self._c(now_us)
         slack = _slack(c)
         best: tuple[float, float, Entry[Any, Any] | None] = (_INF, _INF, None)
-        # Entries that certainly score 0.0 (underflowed, importance 0, expired) tie: the earliest put goes.
+        # Entries that certainly score 0.0 (underflowed, importance 0) tie: the earliest put goes.
+        # (A memory removes its expired entries before it looks for a victim.)
         start = (c + _UNDERFLOW - slack, -1)
-        for zero in (self.keys.earliest(_LOWEST, start), self.deadlines.earliest(_LOWEST, (now_us, _INF))):
-            if zero is not None and (0.0, zero[1]) < best[:2]:
-                best = (0.0, zero[1], zero[2])
+        zero = self.keys.earliest(_LOWEST, start)
+        if zero is not None:
+            best = (0.0, zero[1], zero[2])
         noise = self._noise
         for k, seq, entry in self.keys.ascending_from(start):
             if k == _INF:
@@ -237,7 +223,7 @@ class Order:
         return entries[:n], entries[n:]
 
     def below(self, limit: float, now_us: float) -> list[Entry[Any, Any]]:
-        """Unpinned entries that may score below ``limit`` or have expired (a superset; no order)."""
+        """Unpinned entries that may score below ``limit`` (a superset; no order)."""
         found: dict[int, Entry[Any, Any]] = {}
         if limit > 0.0:
             c = self._c(now_us)
@@ -246,15 +232,11 @@ class Order:
                 if k >= bound:
                     break
                 found[seq] = entry
-        for deadline, seq, entry in self.deadlines.ascending_from(_LOWEST):
-            if deadline > now_us:
-                break
-            found[seq] = entry
         return list(found.values())
 
     def soonest(self) -> list[Entry[Any, Any]]:
         """The unpinned entries that may fall below any threshold first: the lowest keys
-        (within rounding of each other) and the earliest deadline."""
+        (within rounding of each other)."""
         out: list[Entry[Any, Any]] = []
         first_key: float | None = None
         for k, _, entry in self.keys.ascending_from(_LOWEST):
@@ -267,7 +249,4 @@ class Order:
             out.append(entry)
             if first_key == -_INF:
                 break
-        deadline = self.deadlines.first()
-        if deadline is not None:
-            out.append(deadline[2])
         return out
