@@ -6,9 +6,12 @@ from datetime import datetime
 from typing import Any
 
 import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from lethe import Entry, Memory
-from tests.conftest import Clock
+from lethe import Entry, Memory, MemoryFullError
+from tests.conftest import START, Clock
 
 MODELS = ["exponential", "actr", "fsrs", lambda e, now: 0.9]
 
@@ -109,3 +112,119 @@ def test_a_custom_function_never_sees_an_expired_entry(clock: Clock) -> None:
     mem.stats()
     list(mem)
     assert set(seen) == {"kept"}
+
+
+class ExpiryMachine(RuleBasedStateMachine):
+    """A memory under random puts (with and without ``ttl``), rehearsals, pins, deletes and
+    time, against a model of which keys are live.  Every entry put is, at the end, exactly
+    one of: held, replaced, deleted, or reported once as evicted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.clock = Clock()
+        self.reported: list[Any] = []
+        self.mem: Memory[Any, Any] | None = None
+        self.deadline: dict[str, float | None] = {}  # live keys: seconds since START, None: no deadline
+        self.pinned: set[str] = set()
+        self.gone_by_hand: list[Any] = []  # replaced or deleted: not reported
+        self.put_count = 0
+
+    @initialize(decay=st.sampled_from(["exponential", "actr", "custom"]), capacity=st.integers(2, 6))
+    def build(self, decay: str, capacity: int) -> None:
+        fn: Any = (lambda e, now: 0.5) if decay == "custom" else decay
+        self.mem = Memory(
+            max_entries=capacity, decay_fn=fn, half_life=600, clock_fn=self.clock, on_evict=self.reported.extend
+        )
+
+    def now(self) -> float:
+        return (self.clock.now - START).total_seconds()
+
+    def live(self) -> set[str]:
+        now = self.now()
+        return {k for k, d in self.deadline.items() if k in self.pinned or d is None or now < d}
+
+    def absorb(self, new: Memory[Any, Any]) -> None:
+        """Track what ``new`` removed (capacity victims and expired entries)."""
+        for e in new.evicted:
+            self.deadline.pop(e.key, None)
+            self.pinned.discard(e.key)
+        self.mem = new
+
+    @rule(key=st.sampled_from("abcdefgh"), ttl=st.one_of(st.none(), st.integers(1, 120)))
+    def put(self, key: str, ttl: int | None) -> None:
+        assert self.mem is not None
+        if key in self.mem:  # a replacement: the old entry goes, unreported
+            self.gone_by_hand.append(self.mem.peek(key))
+        elif key in self.deadline:  # expired but still held: the write reports it first
+            pass
+        try:
+            new = self.mem.put(self.put_count, key=key, ttl=ttl)
+        except MemoryFullError:
+            return
+        self.put_count += 1
+        self.absorb(new)
+        self.deadline[key] = None if ttl is None else self.now() + ttl
+        self.pinned.discard(key)
+
+    @rule(key=st.sampled_from("abcdefgh"))
+    def rehearse(self, key: str) -> None:
+        assert self.mem is not None
+        if key not in self.live():
+            with pytest.raises(KeyError):
+                self.mem.get(key)
+            return
+        self.absorb(self.mem.get(key)[0])
+
+    @rule(key=st.sampled_from("abcdefgh"))
+    def pin(self, key: str) -> None:
+        assert self.mem is not None
+        if key in self.live():
+            self.absorb(self.mem.pin(key))
+            self.pinned.add(key)
+
+    @rule(key=st.sampled_from("abcdefgh"))
+    def delete(self, key: str) -> None:
+        assert self.mem is not None
+        if key in self.live():
+            self.gone_by_hand.append(self.mem.peek(key))
+        new = self.mem.delete(key)
+        self.absorb(new)
+        if key in self.live():
+            self.deadline.pop(key)
+            self.pinned.discard(key)
+
+    @rule(seconds=st.integers(1, 90))
+    def advance(self, seconds: int) -> None:
+        self.clock.tick(seconds)
+
+    @rule()
+    def evict(self) -> None:
+        assert self.mem is not None
+        new, out = self.mem.evict()
+        assert new.evicted == out
+        self.absorb(new)
+
+    @invariant()
+    def reads_agree_with_the_model(self) -> None:
+        if self.mem is None:
+            return
+        live = self.live()
+        assert set(self.mem.keys()) == live
+        assert len(self.mem) == len(live)
+        assert {e.key for e in self.mem} == live
+        assert {e.key for e, _ in self.mem.scored()} == live
+        assert self.mem.stats().size == len(live)
+
+    @invariant()
+    def nothing_is_lost_or_reported_twice(self) -> None:
+        if self.mem is None:
+            return
+        reported = [e.value for e in self.reported]
+        assert len(reported) == len(set(reported))
+        held = [e["value"] for e in self.mem.to_dict()["entries"]]
+        by_hand = [e.value for e in self.gone_by_hand]
+        assert sorted(reported + held + by_hand) == list(range(self.put_count))
+
+
+TestExpiryMachine = ExpiryMachine.TestCase
+TestExpiryMachine.settings = settings(max_examples=60, stateful_step_count=40, deadline=None)

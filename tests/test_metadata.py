@@ -45,9 +45,7 @@ class TestStringKeys:
         ("metadata", "named"),
         [({1: "x"}, "int key 1"), ({"ok": {2: "x"}}, "int key 2"), ({"ok": [{True: 1}]}, "bool key True")],
     )
-    def test_a_key_json_would_turn_into_a_string_is_refused_at_put(
-        self, make: Any, metadata: Any, named: str
-    ) -> None:
+    def test_a_key_json_would_turn_into_a_string_is_refused_at_put(self, make: Any, metadata: Any, named: str) -> None:
         mem = make().put("v", key="k")
         with pytest.raises(TypeError, match=f"metadata.* keys must be strings, got {named}"):
             mem.put("w", key="w", metadata=metadata)

@@ -70,6 +70,28 @@ class TestEvictedAttribute:
         assert same.evicted == ()
         assert full == same
 
+    @pytest.mark.parametrize(
+        "noop",
+        [
+            lambda m: m.delete("missing"),
+            lambda m: m.evict()[0],
+            lambda m: m.summarize(),
+            lambda m: m.pin("p"),
+            lambda m: m.consolidate()[0],
+            lambda m: m.put_many([]),
+        ],
+        ids=["delete", "evict", "summarize", "pin", "consolidate", "put_many"],
+    )
+    def test_an_operation_that_changes_nothing_reports_nothing(self, make: Any, clock: Clock, noop: Any) -> None:
+        """Publishing its result must not report the previous operation's evictions again."""
+        mem = make(max_entries=2, summarize_fn=lambda e: "gist").put("a", key="a").put("p", key="p", pinned=True)
+        clock.tick()
+        full = mem.put("b", key="b")
+        assert keys(full.evicted) == ["a"]
+        same = noop(full)
+        assert same.evicted == ()
+        assert same == full
+
     def test_put_many_that_overflows_reports_once_of_every_victim(self, make: Any) -> None:
         told: list[tuple[Entry[Any, Any], ...]] = []
         mem = make(max_entries=2, on_evict=told.append).put("a", key="a").put("b", key="b")

@@ -757,7 +757,7 @@ class Memory(Generic[K, V]):
                 except TypeError:
                     raise TypeError(f"items[{i}]: key must be hashable, got {type(pair[0]).__name__}") from None
         if not pairs:  # as no put at all: the memory has not seen this clock reading
-            return self
+            return self._unchanged()
         now, now_us = self._now()
         expires, deadline_us = _deadline(now_us, ttl_us, expires_at, deadline_us)
         entries, order, deadlines, gone = self._unexpired(now_us)
@@ -818,6 +818,14 @@ class Memory(Generic[K, V]):
                 order = order.remove(entry)
             gone.append(self._summarized(entry))
         return entries, order, deadlines, tuple(gone)
+
+    def _unchanged(self) -> Memory[K, V]:
+        """What an operation that changes nothing returns: this memory, reporting no eviction.
+
+        ``self`` itself unless it reports what the operation that made it removed
+        (a version must never report another operation's evictions again).
+        """
+        return self if not self.evicted else self._version(self._entries, order=self._order)
 
     def _published(self, new: Memory[K, V]) -> Memory[K, V]:
         """``new``, once ``on_evict`` has been told what the operation that made it evicted.
@@ -958,7 +966,7 @@ class Memory(Generic[K, V]):
     def _set_pinned(self, key: K, pinned: bool) -> Memory[K, V]:
         entry = self.peek(key)
         if entry.pinned is pinned:
-            return self
+            return self._unchanged()
         now, now_us = self._now()
         new = evolve(entry, pinned=pinned)
         entries, order, deadlines, gone = self._unexpired(now_us)
@@ -998,7 +1006,7 @@ class Memory(Generic[K, V]):
         entry = entries.get(key)
         if entry is None:
             if not gone:
-                return self
+                return self._unchanged()
         else:
             if order is not None:
                 order = order.remove(entry)
@@ -1039,7 +1047,7 @@ class Memory(Generic[K, V]):
                         order = order.swap(entry, new)
                     changed = True
         if not changed:
-            return self
+            return self._unchanged()
         return self._published(self._version(entries, now, now_us, order=order, deadlines=deadlines, evicted=gone))
 
     def evict(self) -> tuple[Memory[K, V], tuple[Entry[K, V], ...]]:
@@ -1088,7 +1096,7 @@ class Memory(Generic[K, V]):
         evicted.reverse()
         out = tuple(evicted)
         if not changed:
-            return self, out
+            return self._unchanged(), out
         entries, order, deadlines = self._rewritten(changed, {e.seq for e in out})
         new = self._version(entries, now, now_us, order=order, deadlines=deadlines, evicted=out)
         return self._published(new), out
@@ -1311,7 +1319,7 @@ class Memory(Generic[K, V]):
         ]
         entries, order, deadlines, gone = self._unexpired(now_us)
         if not groups and not gone:
-            return self, []
+            return self._unchanged(), []
         merge_states = getattr(self.decay_fn, "merge_states", None)
         for group in groups:
             merged = merge(group) if merge is not None else merge_group(group, merge_states)
