@@ -311,3 +311,12 @@ class _no_warning:
         gc.collect()
         self._catch.__exit__(*exc)
         assert not [w for w in self._seen if issubclass(w.category, RuntimeWarning)]
+
+
+def test_a_clock_returning_a_coroutine_is_refused_without_a_warning() -> None:
+    async def now() -> Any:
+        return None
+
+    mem: Memory[Any, Any] = Memory(clock_fn=lambda: now())
+    with _no_warning(), pytest.raises(TypeError, match="clock_fn.*coroutine"):
+        mem.put("x", key="k")
