@@ -318,5 +318,5 @@ def test_a_clock_returning_a_coroutine_is_refused_without_a_warning() -> None:
         return None
 
     mem: Memory[Any, Any] = Memory(clock_fn=lambda: now())
-    with _no_warning(), pytest.raises(TypeError, match="clock_fn.*coroutine"):
+    with _no_warning(), pytest.raises(TypeError, match=r"clock_fn.*coroutine"):
         mem.put("x", key="k")

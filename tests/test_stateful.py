@@ -396,7 +396,10 @@ class MemoryMachine(RuleBasedStateMachine):
         if rec is not None:
             self.ledger[(key, rec.seq)] = "deleted"
         else:
-            assert new is self.mem
+            assert new == self.mem
+            assert new.evicted == ()  # never the receiver's report again
+            if not self.mem.evicted:
+                assert new is self.mem  # nothing to report: the receiver itself
         self.advance(new)
 
     @precondition(lambda self: hasattr(self, "mem") and len(self.mem) == self.cap)
