@@ -1054,11 +1054,13 @@ class Memory(Generic[K, V]):
         """Summarize what is fading and remove what has faded.
 
         Unpinned entries scoring below ``summarize_threshold`` are summarized;
-        those below ``eviction_threshold`` are then removed, returned (highest
-        score first) and passed to ``on_evict`` in one call.
+        those below ``eviction_threshold``, and those past their deadline, are
+        then removed, returned (highest score first) and passed to
+        ``on_evict`` in one call.
 
         Returns:
-            ``(new_memory, evicted_entries)``.
+            ``(new_memory, evicted_entries)``; ``new_memory.evicted`` is
+            ``evicted_entries`` too.
 
         Raises:
             SummarizeError: ``summarize_fn`` raised (nothing changed).
