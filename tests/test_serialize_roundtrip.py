@@ -191,34 +191,48 @@ def test_nested_decay_fields_are_named_by_path(clock: Clock) -> None:
 
 
 def version_1(clock: Clock) -> dict[str, Any]:
-    """A document as lethe wrote it before version 2, with the optional fields left out."""
-    return {
-        "format": "lethe.memory",
-        "version": 1,
-        "decay_fn": {"name": "exponential", "half_life": 600.0},
-        "entries": [
-            {
-                "key": "a",
-                "value": "x",
-                "inserted_at": "2026-01-01T12:00:00+00:00",
-                "last_accessed_at": "2026-01-01T12:30:00+00:00",
-                "seq": 0,
-            },
-        ],
-    }
+    """A document as lethe wrote it before version 2: every field but ``latest``."""
+    mem: Memory[Any, Any] = Memory(max_entries=5, half_life=600, clock_fn=clock)
+    mem = mem.put("x", key="a", metadata={"src": "user"}, ttl=7200)
+    clock.tick(1800)
+    mem, _ = mem.get("a")
+    data = json_copy(mem.to_dict())
+    del data["latest"]
+    data["version"] = 1
+    return data
 
 
-def test_version_1_documents_are_read_with_their_old_defaults(clock: Clock) -> None:
-    clock.tick(HOUR)
-    mem = Memory.from_dict(version_1(clock), clock_fn=clock)
-    config = (mem.max_entries, mem.half_life, mem.eviction_threshold, mem.summarize_threshold)
-    assert config == (1000, 600.0, 0.05, 0.15)  # the half-life in use: the decay function's
+def test_version_1_documents_load_with_their_latest_access_as_the_latest_reading(clock: Clock) -> None:
+    data = version_1(clock)
+    mem = Memory.from_dict(data, clock_fn=clock)
+    assert (mem.max_entries, mem.half_life) == (5, 600.0)
     e = mem.peek("a")
-    assert (e.access_count, e.pinned, e.importance, dict(e.metadata), e.summary, e.expires_at) == (
-        0, False, 1.0, {}, None, None
-    )
+    assert (e.access_count, dict(e.metadata), e.last_accessed_at) == (1, {"src": "user"}, START + timedelta(minutes=30))
     assert mem.to_dict()["version"] == 2
+    assert mem.to_dict()["latest"] == e.last_accessed_at.isoformat()
     assert Memory.from_dict(mem.to_dict(), clock_fn=clock) == mem
+
+
+@pytest.mark.parametrize(
+    ("path", "named"),
+    [
+        (("max_entries",), "max_entries: missing"),
+        (("next_seq",), "next_seq: missing"),
+        (("entries", 0, "pinned"), r"entries\[0\]\.pinned: missing"),
+        (("entries", 0, "metadata"), r"entries\[0\]\.metadata: missing"),
+        (("decay_fn", "half_life"), "decay_fn.half_life: missing"),
+    ],
+)
+def test_version_1_documents_are_exact_too(clock: Clock, path: tuple[Any, ...], named: str) -> None:
+    """A missing field is refused, never read as a default (``max_entries`` is not 1000)."""
+    data = version_1(clock)
+    *parents, last = path
+    target: Any = data
+    for step in parents:
+        target = target[step]
+    del target[last]
+    with pytest.raises(ValueError, match=f"^{named}$"):
+        Memory.from_dict(data, clock_fn=clock)
 
 
 # -- the latest clock reading is kept ----------------------------------------------------------

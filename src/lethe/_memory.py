@@ -1498,9 +1498,9 @@ class Memory(Generic[K, V]):
         times, deadlines, ACT-R access histories, the latest reading) by the
         one delta that brings the latest reading to ``shift_to``.
 
-        Version-1 documents are still read, their optional fields taking the
-        defaults they had; a version-2 document must hold exactly the fields
-        :meth:`to_dict` writes.
+        A document must hold exactly the fields :meth:`to_dict` writes, at
+        every level (a version-1 document, written before the latest reading
+        was kept, all of them but ``latest``).
 
         Runtime complexity: O(n log n) for n entries.
 

@@ -2,10 +2,10 @@
 
 The format is plain data.  Reading it never imports, evaluates or calls
 anything named in it: built-in decay functions are looked up in a fixed table,
-and every field is checked before any entry is built.  A version-2 document
-holds exactly the fields :func:`memory_to_dict` writes, at every level;
-version-1 documents (written before the latest clock reading was kept) are
-still read, their optional fields taking the defaults they always had.
+and every field is checked before any entry is built.  A document holds
+exactly the fields :func:`memory_to_dict` writes, at every level (version-1
+documents, written before the latest clock reading was kept, all of them but
+``latest``).
 """
 
 from __future__ import annotations
@@ -243,35 +243,27 @@ def _metadata(value: Any, where: str) -> Any:
     return freeze_metadata(value)
 
 
-def _entry(raw: Any, i: int, decay_fn: Any, same_fn: bool, strict: bool) -> Entry[Any, Any]:
+def _entry(raw: Any, i: int, decay_fn: Any, same_fn: bool) -> Entry[Any, Any]:
     """Entry ``i`` of a document; ``same_fn``: whether ``decay_fn`` wrote its ``decay_state``."""
     where = f"entries[{i}]."
     if not isinstance(raw, Mapping):
         raise ValueError(f"entries[{i}]: expected an object, got {type(raw).__name__}")
-    if strict:
-        _exact(raw, _ENTRY_FIELDS, where)
-    else:
-        unknown = set(raw) - _ENTRY_FIELDS
-        if unknown:
-            raise ValueError(f"{where}{_name(sorted(map(str, unknown))[0])}: unknown field")
-    # Version 1 left these out at their defaults; version 2 always writes them.
-    old = _MISSING if strict else None
+    _exact(raw, _ENTRY_FIELDS, where)
     key = _key(_field(raw, "key", where), where + "key")
     inserted_at, inserted_us = _time(_field(raw, "inserted_at", where), where + "inserted_at")
     accessed_at, accessed_us = _time(_field(raw, "last_accessed_at", where), where + "last_accessed_at")
     if accessed_us < inserted_us:
         raise ValueError(f"{where}last_accessed_at: earlier than inserted_at")
-    expires_raw = _field(raw, "expires_at", where, old)
+    expires_raw = raw["expires_at"]
     expires_at, expires_us = (None, None) if expires_raw is None else _time(expires_raw, where + "expires_at")
     try:
-        importance = check_importance(_field(raw, "importance", where, 1.0 if old is None else old))
+        importance = check_importance(raw["importance"])
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{where}importance: {exc}") from None
-    meta_raw = _field(raw, "metadata", where, old)
-    metadata = freeze_metadata(None) if meta_raw is None and not strict else _metadata(meta_raw, where + "metadata")
-    summary = _field(raw, "summary", where, old)
-    summarized = _field(raw, "summarized", where, summary is not None if old is None else old)
-    state = _field(raw, "decay_state", where, old)
+    metadata = _metadata(raw["metadata"], where + "metadata")
+    summary = raw["summary"]
+    summarized = raw["summarized"]
+    state = raw["decay_state"]
     load = getattr(decay_fn, "load_state", None)
     if not same_fn:
         state = None  # written by another decay function: never hand it to this one
@@ -288,8 +280,8 @@ def _entry(raw: Any, i: int, decay_fn: Any, same_fn: bool, strict: bool) -> Entr
         _field(raw, "value", where),
         inserted_at,
         accessed_at,
-        _int(_field(raw, "access_count", where, 0 if old is None else old), where + "access_count", MAX_ACCESS_COUNT),
-        _bool(_field(raw, "pinned", where, False if old is None else old), where + "pinned"),
+        _int(raw["access_count"], where + "access_count", MAX_ACCESS_COUNT),
+        _bool(raw["pinned"], where + "pinned"),
         importance,
         metadata,
         summary,
@@ -375,9 +367,9 @@ def memory_from_dict(
 
     if not isinstance(data, Mapping):
         raise ValueError(f"data: expected an object, got {type(data).__name__}")
-    strict = _version(data)
-    if strict:
-        _exact(data, _MEMORY_FIELDS, "")
+    current = _version(data)
+    # Every field to_dict() writes must be there; version 1 did not write ``latest`` yet.
+    _exact(data, _MEMORY_FIELDS if current else _MEMORY_FIELDS - {"latest"}, "")
     shift_us = None if shift_to is None else to_us(shift_to, "shift_to")
     saved = data.get("decay_fn", _MISSING)
     saved_custom = isinstance(saved, Mapping) and saved.get("name") == _CUSTOM
@@ -386,8 +378,7 @@ def memory_from_dict(
             raise ValueError("decay_fn: missing")
         if saved_custom:
             raise ValueError("decay_fn: the memory was saved with a custom decay function; pass decay_fn=")
-        build = _registry.from_dict if strict else _registry.from_dict_v1
-        decay_fn = build(dict(saved) if isinstance(saved, Mapping) else saved)
+        decay_fn = _registry.from_dict(dict(saved) if isinstance(saved, Mapping) else saved)
         same_fn = True
     else:
         same_fn = False  # decided below, once the memory has resolved decay_fn
@@ -423,7 +414,7 @@ def memory_from_dict(
     keys: set[Any] = set()
     seqs: set[int] = set()
     for i, raw in enumerate(raw_entries):
-        e = _entry(raw, i, fn, same_fn, strict)
+        e = _entry(raw, i, fn, same_fn)
         if e.key in keys:
             raise ValueError(f"entries[{i}].key: duplicate key {_short(e.key)}")
         if e.seq in seqs:
@@ -431,9 +422,9 @@ def memory_from_dict(
         keys.add(e.key)
         seqs.add(e.seq)
         built.append(e)
-    next_key = _int(_field(data, "next_key", "", 0), "next_key")
-    next_seq = _int(_field(data, "next_seq", "", 0), "next_seq")
-    if strict:
+    next_key = _int(data["next_key"], "next_key")
+    next_seq = _int(data["next_seq"], "next_seq")
+    if current:
         raw_latest = _field(data, "latest", "")
         latest, latest_us = (None, -math.inf) if raw_latest is None else _time(raw_latest, "latest")
         if seqs and next_seq <= max(seqs):

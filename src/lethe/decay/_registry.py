@@ -133,7 +133,7 @@ def _exact(params: Mapping[str, Any], fields: frozenset[str], where: str) -> Non
         raise ValueError(f"{where}.{_short(unknown[0])}: unknown field")
 
 
-def _build(data: object, where: str, depth: int, strict: bool = True) -> Any:
+def _build(data: object, where: str, depth: int) -> Any:
     if depth > 32:
         raise ValueError(f"{where}: combinators nested too deeply")
     if not isinstance(data, dict):
@@ -149,7 +149,7 @@ def _build(data: object, where: str, depth: int, strict: bool = True) -> Any:
         fns = params["functions"]
         if not isinstance(fns, list):
             raise ValueError(f"{where}.functions: expected a list, got {type(fns).__name__}")
-        children = [_build(f, f"{where}.functions[{i}]", depth + 1, strict) for i, f in enumerate(fns)]
+        children = [_build(f, f"{where}.functions[{i}]", depth + 1) for i, f in enumerate(fns)]
         return _call(Product, *children, where=where)
     if name == "blend":
         _exact(params, _FIELDS[name], where)
@@ -160,7 +160,7 @@ def _build(data: object, where: str, depth: int, strict: bool = True) -> Any:
         for i, pair in enumerate(weights):
             if not isinstance(pair, list) or len(pair) != 2:
                 raise ValueError(f"{where}.weights[{i}] must be a [function, weight] pair")
-            pairs.append((_build(pair[0], f"{where}.weights[{i}]", depth + 1, strict), pair[1]))
+            pairs.append((_build(pair[0], f"{where}.weights[{i}]", depth + 1), pair[1]))
         return _call(Blend, pairs, where=where)
     if name == "by_metadata":
         _exact(params, _FIELDS[name], where)
@@ -171,14 +171,13 @@ def _build(data: object, where: str, depth: int, strict: bool = True) -> Any:
         for i, pair in enumerate(choices):
             if not isinstance(pair, list) or len(pair) != 2:
                 raise ValueError(f"{where}.choices[{i}] must be a [value, function] pair")
-            picked.append((pair[0], _build(pair[1], f"{where}.choices[{i}]", depth + 1, strict)))
-        default = _build(params["default"], f"{where}.default", depth + 1, strict)
+            picked.append((pair[0], _build(pair[1], f"{where}.choices[{i}]", depth + 1)))
+        default = _build(params["default"], f"{where}.default", depth + 1)
         return _call(ByMetadata, params["key"], picked, default, where=where)
     factory = BUILTINS.get(name) or _PARTS.get(name)
     if factory is None:
         raise ValueError(f"{where}.name: unknown decay function {short_repr(name)}; choose one of {_known()}")
-    if strict:
-        _exact(params, _fields(name, factory), where)
+    _exact(params, _fields(name, factory), where)
     try:
         return factory(**params)
     except (TypeError, ValueError) as exc:
@@ -220,7 +219,3 @@ def from_dict(data: object) -> Any:
     """
     return _build(data, "decay_fn", 0)
 
-
-def from_dict_v1(data: object) -> Any:
-    """:func:`from_dict` as lethe read version-1 memory documents: a missing parameter takes its default."""
-    return _build(data, "decay_fn", 0, strict=False)
