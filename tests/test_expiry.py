@@ -154,7 +154,7 @@ class ExpiryMachine(RuleBasedStateMachine):
     def put(self, key: str, ttl: int | None) -> None:
         assert self.mem is not None
         if key in self.mem:  # a replacement: the old entry goes, unreported
-            self.gone_by_hand.append(self.mem.peek(key))
+            self.gone_by_hand.append(self.mem.peek(key).value)
         elif key in self.deadline:  # expired but still held: the write reports it first
             pass
         try:
@@ -185,11 +185,12 @@ class ExpiryMachine(RuleBasedStateMachine):
     @rule(key=st.sampled_from("abcdefgh"))
     def delete(self, key: str) -> None:
         assert self.mem is not None
-        if key in self.live():
-            self.gone_by_hand.append(self.mem.peek(key))
+        held = {e["key"]: e["value"] for e in self.mem.to_dict()["entries"]}
         new = self.mem.delete(key)
+        assert new.evicted == ()  # delete reports nothing and removes nothing else
         self.absorb(new)
-        if key in self.live():
+        if key in held:  # live or past its deadline: removed, unreported
+            self.gone_by_hand.append(held[key])
             self.deadline.pop(key)
             self.pinned.discard(key)
 
@@ -222,7 +223,7 @@ class ExpiryMachine(RuleBasedStateMachine):
         reported = [e.value for e in self.reported]
         assert len(reported) == len(set(reported))
         held = [e["value"] for e in self.mem.to_dict()["entries"]]
-        by_hand = [e.value for e in self.gone_by_hand]
+        by_hand = self.gone_by_hand
         assert sorted(reported + held + by_hand) == list(range(self.put_count))
 
 

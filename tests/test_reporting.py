@@ -184,8 +184,6 @@ class TestExpiredEntriesAreReportedWhenRemoved:
             lambda m: m.touch("note"),
             lambda m: m.update("note", "new"),
             lambda m: m.pin("note"),
-            lambda m: m.delete("note"),
-            lambda m: m.delete("missing"),
             lambda m: m.summarize(),
             lambda m: m.evict()[0],
             lambda m: m.consolidate()[0],
@@ -234,6 +232,40 @@ class TestSummarizeError:
                 mem = mem.delete(err.key).put(value, key=value)
         assert [e.key for e in archived] == ["poison", "fine", "a"]
         assert sorted(mem.keys()) == ["b", "c"]
+
+    def test_expired_entries_whose_summaries_fail_do_not_block_the_memory(self, make: Any, clock: Clock) -> None:
+        """Two expired entries whose summaries always fail: every write but delete raises, and
+        deleting each one named by the error lets the program go on."""
+
+        def summarize(entry: Entry[Any, Any]) -> str:
+            if str(entry.key).startswith("poison"):
+                raise ValueError("no")
+            return "gist"
+
+        archived: list[Any] = []
+        mem = make(summarize_fn=summarize, on_evict=archived.extend)
+        mem = mem.put("x", key="poison1", ttl=10).put("y", key="poison2", ttl=10).put("z", key="ok")
+        clock.tick(20)
+        for _ in range(3):
+            try:
+                mem = mem.put("new", key="new")
+                break
+            except SummarizeError as err:
+                archived.append(err.entry)
+                mem = mem.delete(err.key)
+        assert sorted(e.key for e in archived) == ["poison1", "poison2"]
+        assert sorted(mem.keys()) == ["new", "ok"]
+
+    def test_delete_runs_no_hook_and_removes_nothing_else(self, make: Any, clock: Clock) -> None:
+        told: list[Any] = []
+        mem = make(summarize_fn=summarize_except("otp"), on_evict=told.append)
+        mem = mem.put("code", key="otp", ttl=10).put("note", key="note")
+        clock.tick(20)
+        kept = mem.delete("note")
+        assert kept.evicted == ()
+        assert told == []
+        assert [e["key"] for e in kept.to_dict()["entries"]] == ["otp"]  # still held, unreported
+        assert mem.delete("otp").to_dict()["entries"][0]["key"] == "note"  # expired or not
 
     def test_a_program_goes_on_by_keeping_the_entry(self, make: Any, clock: Clock) -> None:
         mem = make(max_entries=2, summarize_fn=summarize_except("poison")).put("x", key="poison").put("y", key="fine")

@@ -137,7 +137,8 @@ class Entry(Generic[K, V]):
         importance: Multiplier on the decay score (>= 0; above 1 decays slower, clamped at 1.0).
         metadata: A read-only copy of the caller's metadata.
         summary: What ``summarize_fn`` returned for the current value, else None.
-        summarized: Whether ``summarize_fn`` has run for the current value (it runs at most once).
+        summarized: Whether ``summarize_fn`` has run for the current value (versions made
+            from this one do not run it again for that value).
             A rehearsal (``get``, ``touch``) keeps it; ``update`` (a new value) resets it.
         expires_at: Time-to-live deadline; an expired entry scores 0.0.  None for no deadline.
         seq: Position in the memory's history of puts; breaks ties between equal scores.

@@ -218,7 +218,11 @@ class Memory(Generic[K, V]):
             :meth:`configure`).
         eviction_threshold: Entries scoring below it are removed by :meth:`evict`.
         summarize_threshold: Entries scoring below it are summarized (>= ``eviction_threshold``).
-        summarize_fn: ``entry -> summary``, run at most once per value of an entry.
+        summarize_fn: ``entry -> summary``.  Once a version holds an entry's summary,
+            no version made from it runs the hook again for that value; it runs
+            again only for an operation that did not complete (the hook, another
+            entry's summary or ``on_evict`` raised) or one started over from an
+            older version (``docs/sharing.md`` lists the cases).
         on_evict: Called with the tuple of entries each operation evicted.
         clock_fn: ``() -> aware datetime``; default ``datetime.now(timezone.utc)``.
 
@@ -993,26 +997,22 @@ class Memory(Generic[K, V]):
         return self._set_pinned(key, False)
 
     def delete(self, key: K) -> Memory[K, V]:
-        """Remove the entry at ``key``; a missing key returns an equal memory.
+        """Remove the entry at ``key`` (past its deadline or not); a missing key returns an equal memory.
 
-        A deleted entry is not reported (it is the caller's own choice), but
-        entries past their deadline are removed and reported as by any write.
+        The only write that runs no hook and removes nothing else: a deleted
+        entry is the caller's own choice, not reported, and other entries past
+        their deadline wait for the next write.  So it is also the way on when
+        an entry's summary keeps failing (see :class:`~lethe.SummarizeError`).
         """
         _hashable(key)
-        if self._deadlines:
-            entries, order, deadlines, gone = self._unexpired(self._now()[1])
-        else:
-            entries, order, deadlines, gone = self._entries, self._order, self._deadlines, ()
-        entry = entries.get(key)
+        entry = self._entries.get(key)
         if entry is None:
-            if not gone:
-                return self._unchanged()
-        else:
-            if order is not None:
-                order = order.remove(entry)
-            deadlines = _expiry.removed(deadlines, entry)
-            entries = entries.delete(key)
-        return self._published(self._version(entries, order=order, deadlines=deadlines, evicted=gone))
+            return self._unchanged()
+        order = self._order
+        if order is not None:
+            order = order.remove(entry)
+        deadlines = _expiry.removed(self._deadlines, entry)
+        return self._version(self._entries.delete(key), order=order, deadlines=deadlines)
 
     def clear(self) -> Memory[K, V]:
         """Remove every entry; configuration and key generation carry on.  Nothing is reported."""
