@@ -387,3 +387,34 @@ class TestHooksRefusedWhenBuilt:
                 change(mem, **bad)
         assert mem.to_dict() == before
         assert mem.summarize_fn is None
+
+
+def test_shrinking_counts_the_entries_past_their_deadline_that_are_still_held(clock: Clock) -> None:
+    """They are written by to_dict until a write removes them: a smaller max_entries would make
+    a document from_dict refuses."""
+    mem: Memory[Any, Any] = Memory(max_entries=3, clock_fn=clock)
+    mem = mem.put("a", key="a").put("b", key="b").put("code", key="otp", ttl=10)
+    clock.tick(20)
+    assert len(mem) == 2
+    with pytest.raises(ValueError, match=r"^max_entries=2 is below the size \(3\); evict first$"):
+        mem.configure(max_entries=2)
+    swept = mem.evict()[0].configure(max_entries=2)
+    assert Memory.from_dict(swept.to_dict(), clock_fn=clock) == swept
+
+
+def test_max_entries_beyond_what_a_store_can_count_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"^max_entries must be at most 2\*\*63 - 1, got an int of 401 digits$"):
+        Memory(max_entries=10**400)
+
+
+def test_a_custom_function_that_declares_a_half_life_has_that_one_in_use() -> None:
+    class Declared:
+        half_life = 100.0
+
+        def score(self, entry: Entry[Any, Any], now: datetime) -> float:
+            return 1.0
+
+    assert Memory(decay_fn=Declared()).half_life == 100.0
+    assert Memory(decay_fn=Declared(), half_life=100).half_life == 100.0
+    with pytest.raises(ValueError, match=r"^half_life: 60 s is not the half-life of decay_fn"):
+        Memory(decay_fn=Declared(), half_life=60)

@@ -216,7 +216,9 @@ def test_ints_beyond_float_range_are_value_errors(case: tuple[str, Callable[[], 
 
 def test_huge_but_valid_ints_are_accepted() -> None:
     clock = Clock()
-    mem: Memory[Any, Any] = Memory(max_entries=HUGE, clock_fn=clock).put("x", key=HUGE)
+    with pytest.raises(ValueError, match="max_entries must be at most 2"):
+        Memory(max_entries=HUGE)  # more than any store can count
+    mem: Memory[Any, Any] = Memory(max_entries=2**63 - 1, clock_fn=clock).put("x", key=HUGE)
     assert mem.peek(HUGE).value == "x"
     assert mem.top(HUGE) == [mem.peek(HUGE)]
     assert mem.above(1.0) == [mem.peek(HUGE)]

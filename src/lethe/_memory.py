@@ -42,6 +42,7 @@ EvictFn = Callable[[tuple[Entry[Any, Any], ...]], object]
 ClockFn = Callable[[], datetime]
 
 _SEQ = attrgetter("seq")
+_MAX_ENTRIES = 2**63 - 1  # what any store can count
 _INSERTED_US = attrgetter("inserted_us")
 _NEVER = -math.inf
 
@@ -104,6 +105,11 @@ class _DefaultHalfLife(timedelta):
 _ONE_HOUR: timedelta = _DefaultHalfLife(hours=1)
 
 
+def unchosen_half_life(secs: float) -> timedelta:
+    """``secs`` as a half-life the caller did not choose: a decay function's own overrides it."""
+    return _DefaultHalfLife(seconds=secs)
+
+
 class _ThisMemory:
     """The default of ``Memory``'s init-only ``_source``: read on a memory, it is that memory.
 
@@ -125,6 +131,17 @@ class _ThisMemory:
 
 _THIS_MEMORY: Any = _ThisMemory()
 _FRESH = Entry(key=0, value=None, inserted_at=from_us(0.0), last_accessed_at=from_us(0.0))
+
+
+def _declared_half_life(fn: object) -> float | None:
+    """The ``half_life`` a custom decay function declares (seconds or a ``timedelta``), if any."""
+    declared = getattr(fn, "half_life", None)
+    if declared is None or isinstance(declared, bool) or not isinstance(declared, (int, float, timedelta)):
+        return None
+    try:
+        return seconds(declared, "decay_fn.half_life")
+    except ValueError:
+        return None
 
 
 def _own_half_life(scorer: Scorer) -> float | None:
@@ -213,9 +230,10 @@ class Memory(Generic[K, V]):
             never-rehearsed entry of importance 1 scores 0.5.  A built-in decay
             object has its own: leave ``half_life`` out and the memory reports
             the object's (giving a different one raises ValueError); so does
-            ``"fsrs"``, which has its own time scale.  With a custom decay
-            function it is only the half-life names are built with later (see
-            :meth:`configure`).
+            ``"fsrs"``, which has its own time scale, and a custom decay function
+            that declares a ``half_life`` attribute.  With a custom function that
+            declares none it is only the half-life names are built with later
+            (see :meth:`configure`).
         eviction_threshold: Entries scoring below it are removed by :meth:`evict`.
         summarize_threshold: Entries scoring below it are summarized (>= ``eviction_threshold``).
         summarize_fn: ``entry -> summary``.  Once a version holds an entry's summary,
@@ -279,10 +297,13 @@ class Memory(Generic[K, V]):
         if isinstance(max_entries, bool) or not isinstance(max_entries, int):
             raise TypeError(f"max_entries must be a positive int, got {type(max_entries).__name__}")
         if max_entries < 1:
-            raise ValueError(f"max_entries must be a positive int, got {max_entries!r}")
-        if source is not None and len(source) > max_entries:
+            raise ValueError(f"max_entries must be a positive int, got {short_repr(max_entries)}")
+        if max_entries > _MAX_ENTRIES:
+            raise ValueError(f"max_entries must be at most 2**63 - 1, got {short_repr(max_entries)}")
+        # Entries past their deadline count until a write removes (and reports) them.
+        if source is not None and (held := len(source._entries)) > max_entries:
             # Evicting here would run summarize_fn and on_evict behind the caller's back.
-            raise ValueError(f"max_entries={max_entries} is below the size ({len(source)}); evict first")
+            raise ValueError(f"max_entries={max_entries} is below the size ({held}); evict first")
         half_life = seconds(self.half_life, "half_life")
         # A half-life the caller did not choose (the default, or the one carried over) yields
         # to the decay function's own; so does one a name was built with ("fsrs" ignores it).
@@ -306,6 +327,9 @@ class Memory(Generic[K, V]):
                 decay_fn = name
         scorer = make_scorer(decay_fn, half_life)
         own = _own_half_life(scorer)
+        if own is None and not scorer.is_builtin:
+            # A custom function that declares a half-life has that one in use, as a built-in does.
+            own = _declared_half_life(scorer.fn)
         if own is not None and not math.isclose(own, half_life, rel_tol=1e-9, abs_tol=1e-6):
             if chosen and not isinstance(decay_fn, str):
                 raise ValueError(
@@ -688,7 +712,7 @@ class Memory(Generic[K, V]):
         ``ttl`` (a ``timedelta`` or seconds from now) or ``expires_at`` (an aware
         datetime) give the entry a deadline: from then on it is gone for every
         read (``in``, ``peek``, ``get``, ``score``, iteration, ``len``, ...),
-        and the next write or ``evict()`` removes it, summarized, and reports
+        and the next write (any but ``delete``) removes it, summarized, and reports
         it in :attr:`evicted` and to ``on_evict``.  A pinned entry cannot be
         put with a deadline; pinning one later suspends its deadline until it
         is unpinned.

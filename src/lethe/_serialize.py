@@ -363,7 +363,7 @@ def memory_from_dict(
     shift_to: datetime | None = None,
 ) -> Memory[Any, Any]:
     """Rebuild a memory from :func:`memory_to_dict` output (see ``Memory.from_dict``)."""
-    from lethe._memory import Memory
+    from lethe._memory import Memory, unchosen_half_life
 
     if not isinstance(data, Mapping):
         raise ValueError(f"data: expected an object, got {type(data).__name__}")
@@ -386,13 +386,15 @@ def memory_from_dict(
     for name in ("max_entries", "half_life", "eviction_threshold", "summarize_threshold"):
         if name in data:
             config[name] = data[name]
-    if "half_life" in config and is_builtin(decay_fn):
-        # A built-in carries its own half-life, which the memory reports; the saved one is
-        # checked but not imposed on it (older documents saved 1 h beside FSRS, say).
-        try:
-            seconds(config.pop("half_life"), "half_life")
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"configuration: {exc}") from None
+    # A decay function's own half-life is the one in use; the saved one is checked but not
+    # imposed on it (older documents saved 1 h beside FSRS, say): for a custom function it
+    # stays the half-life names are built with later.
+    try:
+        saved_half_life = seconds(config.pop("half_life"), "half_life")
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"configuration: {exc}") from None
+    if not is_builtin(decay_fn):
+        config["half_life"] = unchosen_half_life(saved_half_life)
     try:
         mem: Memory[Any, Any] = Memory(
             **config, summarize_fn=summarize_fn, on_evict=on_evict, clock_fn=clock_fn
