@@ -606,3 +606,15 @@ def test_inspect_at_a_time_before_the_files_latest_reading_says_so_in_one_line(t
     assert len(notes) == 1
     assert notes[0].startswith(f"note: {path}: the memory's latest clock reading")
     assert "Warning" not in result.stderr
+
+
+def test_inspect_counts_agree_with_the_rows_when_an_entry_has_expired(tmp_path: Path) -> None:
+    data = build_memory().to_dict()
+    data["entries"][0]["expires_at"] = "2026-01-01T13:00:00+00:00"  # 'deploy'
+    path = saved(tmp_path, data)
+    at = "2026-01-01T15:30:00+00:00"
+    doc = json.loads(run("inspect", path, "--at", at, "--json").stdout)
+    assert doc["size"] + doc["expired"] == len(doc["entries"]) == sum(doc["counts"].values())
+    assert doc["expired"] == doc["counts"]["expired"] == 1
+    text = run("inspect", path, "--at", at).stdout
+    assert f"{doc['size']}/10 entries (+1 expired, still in the file)" in text.splitlines()[0]

@@ -57,3 +57,10 @@ class TestStringKeys:
         mem = make().put("v", key="k", metadata={"a": {"b": [1, {"c": None}]}})
         back = Memory.from_dict(json.loads(json.dumps(mem.to_dict())), clock_fn=mem.clock_fn)
         assert back.peek("k").metadata == mem.peek("k").metadata
+
+
+def test_metadata_that_contains_itself_is_refused(make: Any) -> None:
+    loop: list[Any] = []
+    loop.append(loop)
+    with pytest.raises(ValueError, match=r"^metadata is nested too deeply, or contains itself$"):
+        make().put("v", key="k", metadata={"loop": loop})

@@ -384,6 +384,14 @@ def test_actr_history_after_the_latest_reading_is_refused(clock: Clock) -> None:
         Memory.from_dict(data, clock_fn=clock)
 
 
+def test_actr_history_before_the_entry_was_put_is_refused(clock: Clock) -> None:
+    """An access before the entry existed is no history ACT-R wrote (it would score ~1e-9)."""
+    data = json_copy(saved(clock, "actr").to_dict())
+    data["entries"][0]["decay_state"] = [1.0] * len(data["entries"][0]["decay_state"])
+    with pytest.raises(ValueError, match=r"entries\[0\]\.decay_state: .*before the entry's inserted_at"):
+        Memory.from_dict(data, clock_fn=clock)
+
+
 # -- metadata and counters -------------------------------------------------------------------
 
 
@@ -450,3 +458,14 @@ def test_next_seq_must_follow_every_seq(clock: Clock) -> None:
 def test_from_dict_result_assigns_to_a_typed_memory(clock: Clock) -> None:
     typed: Memory[str, str] = Memory.from_dict(saved(clock).to_dict(), clock_fn=clock)
     assert typed.peek("a").value == "a"
+
+
+@pytest.mark.parametrize("bulk", [False, True])
+def test_an_equal_key_of_another_type_replaces_the_key_too(clock: Clock, bulk: bool) -> None:
+    """``True == 1``: putting ``1`` after ``True`` replaces the entry, and the key is now ``1``."""
+    mem: Memory[Any, Any] = Memory(clock_fn=clock).put("a", key=True).put("z", key="z")
+    mem = mem.put_many([(1, "b")]) if bulk else mem.put("b", key=1)
+    assert [type(k) for k in list(mem.keys()) if k == 1] == [int]
+    assert type(mem.peek(1).key) is int
+    back = Memory.from_dict(json_copy(mem.to_dict()), clock_fn=clock)
+    assert sorted(map(repr, back.keys())) == ["'z'", "1"]

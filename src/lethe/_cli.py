@@ -630,11 +630,14 @@ def inspect(
     half_life = _half_life_of(mem) if loaded.scored else None
     clock.now = moment
     upcoming = _next_eviction(mem) if loaded.scored else None
+    expired = counts.get("expired", 0)  # gone for every read, still in the file
+    held = f"{len(mem)}/{mem.max_entries} entries" + (f" (+{expired} expired, still in the file)" if expired else "")
     if as_json:
         doc = {
             "file": path,
             "at": moment.isoformat(),
             "size": len(mem),
+            "expired": expired,
             "max_entries": mem.max_entries,
             "decay_fn": loaded.decay_fn,
             "scores": loaded.scores,
@@ -672,7 +675,7 @@ def inspect(
         model_text = f"custom decay function {loaded.decay_fn.get('repr', '?')!s:.60}"
     next_text = "unavailable" if not loaded.scored else "never" if upcoming is None else upcoming.isoformat()
     w(
-        f"{path}: {len(mem)}/{mem.max_entries} entries, {model_text}, at {moment.isoformat()}\n"
+        f"{path}: {held}, {model_text}, at {moment.isoformat()}\n"
         f"scores: {loaded.scores}; "
         + (f"half-life {format_duration(half_life)}\n" if half_life is not None else "no half-life\n")
         + f"thresholds: summarize < {mem.summarize_threshold:g}, evict < {mem.eviction_threshold:g}; "

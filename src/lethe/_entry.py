@@ -74,7 +74,10 @@ def freeze_metadata(metadata: Mapping[str, Any] | Iterable[tuple[str, Any]] | No
         raise TypeError(f"metadata must be a mapping or None, got {type(metadata).__name__}")
     if not metadata:
         return EMPTY_METADATA
-    return FrozenDict(_copied_items(metadata, "metadata"))
+    try:
+        return FrozenDict(_copied_items(metadata, "metadata"))
+    except RecursionError:
+        raise ValueError("metadata is nested too deeply, or contains itself") from None
 
 
 def _copied_items(mapping: Mapping[Any, Any], where: str) -> dict[str, Any]:

@@ -803,7 +803,11 @@ class Memory(Generic[K, V]):
             )
             seq += 1
         replaced = [e for e in map(entries.get, fresh) if e is not None]
-        if len(entries) + len(fresh) - len(replaced) > self.max_entries:
+        # Equal keys of different types (1 and True) keep the later one: the chain does that.
+        mixed = any(type(k) is not type(e.key) for k, e in fresh.items()) or any(
+            type(old.key) is not type(fresh[old.key].key) for old in replaced
+        )
+        if mixed or len(entries) + len(fresh) - len(replaced) > self.max_entries:
             # Puts will evict: replay the chain exactly, at this one clock reading, hooks held back.
             mem = self
             evicted: list[Entry[K, V]] = []
@@ -897,7 +901,10 @@ class Memory(Generic[K, V]):
         if old is not None:
             if order is not None:
                 order = order.swap(old, entry)
-            entries = entries.replace(key, entry)
+            if type(old.key) is type(key):
+                entries = entries.replace(key, entry)
+            else:  # an equal key of another type (1 and True): the map keeps the new one
+                entries = entries.delete(old.key).add(key, entry)
             if deadlines or expires is not None:
                 deadlines = _expiry.added(_expiry.removed(deadlines, old), entry)
         else:

@@ -444,9 +444,11 @@ def memory_from_dict(
             if us > latest_us:
                 raise ValueError(f"entries[{i}].{name}: after the latest clock reading ({seen})")
 
-        def after(t: float, i: int = i) -> float:
+        def after(t: float, i: int = i, inserted_us: float = e.inserted_us) -> float:
             if t > latest_us:
                 raise ValueError(f"entries[{i}].decay_state: an access time after the latest clock reading ({seen})")
+            if t < inserted_us:
+                raise ValueError(f"entries[{i}].decay_state: an access time before the entry's inserted_at")
             return t
 
         _instants(fn, e.decay_state, after, lambda state: state)
