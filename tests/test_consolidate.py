@@ -116,3 +116,17 @@ class TestTime:
         merged, _ = mem.consolidate(similarity=same_letter)
         clock.now = START - HOUR  # the clock steps back
         assert merged.put("x", key="x").peek("x").inserted_at == START + HOUR
+
+
+def test_tuple_keys_consolidated_round_trip_through_json() -> None:
+    import json
+    from datetime import datetime, timezone
+
+    def clock() -> datetime:
+        return datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+    mem: Memory[Any, Any] = Memory(clock_fn=clock)
+    mem = mem.put("deploy failed on node 7", key=("u", 1)).put("deploy failed on node 7!", key=("u", 2))
+    merged, _ = mem.consolidate()
+    back = Memory.from_dict(json.loads(json.dumps(merged.to_dict())), clock_fn=clock)
+    assert back == merged

@@ -229,3 +229,53 @@ class ExpiryMachine(RuleBasedStateMachine):
 
 TestExpiryMachine = ExpiryMachine.TestCase
 TestExpiryMachine.settings = settings(max_examples=60, stateful_step_count=40, deadline=None)
+
+
+class TestOneClockReadingPerCall:
+    """A clock that moves on at every reading: a deadline falling between two readings of one
+    call must never leave an entry both reported and held."""
+
+    @pytest.mark.parametrize("decay", ["exponential", "actr"])
+    @pytest.mark.parametrize("write", ["get", "touch", "update", "pin", "score", "time_until"])
+    def test_the_entry_is_looked_up_at_the_calls_one_reading(self, decay: str, write: str) -> None:
+        readings: list[datetime] = []
+        clock = Clock()
+
+        def ticking() -> datetime:
+            clock.tick(1)
+            readings.append(clock.now)
+            return clock.now
+
+        told: list[Any] = []
+        mem: Memory[Any, Any] = Memory(decay_fn=decay, clock_fn=ticking, on_evict=told.extend)
+        mem = mem.put("code", key="otp", ttl=1.5)  # read at +1 s: expires at +2.5 s
+        readings.clear()
+        call = {
+            "get": lambda: mem.get("otp")[0],
+            "touch": lambda: mem.touch("otp"),
+            "update": lambda: mem.update("otp", "new"),
+            "pin": lambda: mem.pin("otp"),
+            "score": lambda: mem.score("otp"),
+            "time_until": lambda: mem.time_until("otp", 0.5),
+        }[write]
+        result = call()  # read at +2 s: still live
+        assert len(readings) == 1
+        if isinstance(result, Memory):
+            assert result.evicted == ()
+            assert told == []
+            assert [e["key"] for e in result.to_dict()["entries"]] == ["otp"]
+
+
+def test_put_many_summarizes_an_expired_entry_once(clock: Clock) -> None:
+    calls: list[Any] = []
+
+    def summarize(entry: Entry[Any, Any]) -> str:
+        calls.append(entry.key)
+        return "gist"
+
+    mem: Memory[Any, Any] = Memory(max_entries=2, summarize_fn=summarize, clock_fn=clock)
+    mem = mem.put("code", key="otp", ttl=10).put("b", key="b")
+    clock.tick(11)
+    new = mem.put_many([("c", 1), ("d", 2)])  # over capacity: replayed put by put
+    assert calls == ["otp", "b"]
+    assert [e.key for e in new.evicted] == ["otp", "b"]

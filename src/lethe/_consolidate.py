@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from lethe._entry import MAX_COUNT, Entry, FrozenDict, evolve
+from lethe._entry import MAX_COUNT, Entry, evolve, freeze_metadata
 
 Similarity = Callable[[Any, Any], float]
 
@@ -92,6 +92,11 @@ def find_groups(
     return [g for g in groups.values() if len(g) >= min_group]
 
 
+def _as_json(key: Any) -> Any:
+    """``key`` as ``to_dict`` writes it (a tuple as a list), so metadata naming it reads back equal."""
+    return [_as_json(k) for k in key] if isinstance(key, tuple) else key
+
+
 def merge_group(group: Sequence[Entry[Any, Any]], merge_state: Callable[..., Any] | None) -> Entry[Any, Any]:
     """The default merge: the first (highest-scored) entry absorbs the rest.
 
@@ -99,7 +104,7 @@ def merge_group(group: Sequence[Entry[Any, Any]], merge_state: Callable[..., Any
     histories (through the decay function's ``merge_states`` when it has one);
     takes the largest importance, the earliest insertion and the latest access;
     merges metadata (higher-scored entries win conflicts) and lists the
-    absorbed keys under ``metadata["consolidated_from"]``.
+    absorbed keys under ``metadata["consolidated_from"]`` (as ``to_dict`` writes keys: a tuple as a list).
     """
     keep = group[0]
     latest = max(group, key=lambda e: e.accessed_us)
@@ -107,7 +112,7 @@ def merge_group(group: Sequence[Entry[Any, Any]], merge_state: Callable[..., Any
     metadata: dict[str, Any] = {}
     for e in reversed(group):
         metadata.update(e.metadata)
-    metadata["consolidated_from"] = [e.key for e in group[1:]]
+    metadata["consolidated_from"] = [_as_json(e.key) for e in group[1:]]
     state = merge_state(group) if merge_state is not None else keep.decay_state
     return evolve(
         keep,
@@ -117,6 +122,6 @@ def merge_group(group: Sequence[Entry[Any, Any]], merge_state: Callable[..., Any
         inserted_us=earliest.inserted_us,
         last_accessed_at=latest.last_accessed_at,
         accessed_us=latest.accessed_us,
-        metadata=FrozenDict(metadata),
+        metadata=freeze_metadata(metadata),
         decay_state=state,
     )

@@ -99,9 +99,9 @@ def _copied(value: Any, where: str) -> Any:
     if isinstance(value, Mapping):
         return _copied_items(value, where)
     if isinstance(value, list):
-        return [_copied(v, where) for v in value]
+        return [_copied(v, f"{where}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, tuple):
-        return tuple(_copied(v, where) for v in value)
+        return tuple(_copied(v, f"{where}[{i}]") for i, v in enumerate(value))
     if isinstance(value, (set, frozenset)):
         return kind(value) if kind in (set, frozenset) else set(value)
     return value

@@ -33,7 +33,8 @@ class SummarizeError(LetheError, RuntimeError):
         entry: That entry, as the memory held it.
 
     To go on without that summary, drop the entry yourself and report it as
-    your ``on_evict`` would, or keep it by rehearsing or pinning it::
+    your ``on_evict`` would, or keep it by pinning it (or touching it with an
+    importance that ranks it above the others)::
 
         try:
             mem = mem.put(value)

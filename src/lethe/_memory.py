@@ -472,15 +472,22 @@ class Memory(Generic[K, V]):
         """
         _hashable(key)
         entry = self._entries.get(key)
-        if entry is None or (entry.expires_us is not None and _expired(entry, self._now()[1])):
+        if entry is None:
+            raise KeyError(key)
+        return entry if entry.expires_us is None else self._live(key, self._now()[1])
+
+    def _live(self, key: K, now_us: float) -> Entry[K, V]:
+        """The entry at ``key`` at ``now_us``, the one clock reading of the calling operation."""
+        _hashable(key)
+        entry = self._entries.get(key)
+        if entry is None or (entry.expires_us is not None and _expired(entry, now_us)):
             raise KeyError(key)
         return entry
 
     def score(self, key: K) -> float:
         """The current score of the entry at ``key`` (KeyError if missing)."""
-        entry = self.peek(key)
         now, now_us = self._now()
-        return self._scorer.one(entry, now, now_us)
+        return self._scorer.one(self._live(key, now_us), now, now_us)
 
     def scored(self) -> list[tuple[Entry[K, V], float]]:
         """Every entry with its current score, highest score first.
@@ -712,8 +719,9 @@ class Memory(Generic[K, V]):
         ``ttl`` (a ``timedelta`` or seconds from now) or ``expires_at`` (an aware
         datetime) give the entry a deadline: from then on it is gone for every
         read (``in``, ``peek``, ``get``, ``score``, iteration, ``len``, ...),
-        and the next write (any but ``delete``) removes it, summarized, and reports
-        it in :attr:`evicted` and to ``on_evict``.  A pinned entry cannot be
+        and the next write that changes the memory (not ``delete``, ``clear``
+        or ``configure``, which report nothing) removes it, summarized, and
+        reports it in :attr:`evicted` and to ``on_evict``.  A pinned entry cannot be
         put with a deadline; pinning one later suspends its deadline until it
         is unpinned.
 
@@ -808,9 +816,10 @@ class Memory(Generic[K, V]):
             type(old.key) is not type(fresh[old.key].key) for old in replaced
         )
         if mixed or len(entries) + len(fresh) - len(replaced) > self.max_entries:
-            # Puts will evict: replay the chain exactly, at this one clock reading, hooks held back.
-            mem = self
-            evicted: list[Entry[K, V]] = []
+            # Puts will evict: replay the chain exactly, at this one clock reading, hooks held back,
+            # from the memory without its expired entries (summarized once, already).
+            mem = self._version(entries, order=order, deadlines=deadlines)
+            evicted: list[Entry[K, V]] = list(gone)
             for key, value in pairs:
                 mem = mem._put_at(key, value, now, now_us, pinned, imp, meta, expires, deadline_us)
                 evicted += mem.evicted
@@ -955,8 +964,8 @@ class Memory(Generic[K, V]):
         return evolve(entry, summary=summary, summarized=True)
 
     def _rehearse(self, key: K, **changes: Any) -> tuple[Memory[K, V], Entry[K, V]]:
-        entry = self.peek(key)
         now, now_us = self._now()
+        entry = self._live(key, now_us)
         hook = self._scorer.rehearse
         state = entry.decay_state if hook is None else hook(entry, now, now_us)
         new = rehearsed(entry, now, now_us, state)
@@ -999,10 +1008,10 @@ class Memory(Generic[K, V]):
         return self._rehearse(key, value=value, summary=None, summarized=False)[0]
 
     def _set_pinned(self, key: K, pinned: bool) -> Memory[K, V]:
-        entry = self.peek(key)
+        now, now_us = self._now()
+        entry = self._live(key, now_us)
         if entry.pinned is pinned:
             return self._unchanged()
-        now, now_us = self._now()
         new = evolve(entry, pinned=pinned)
         entries, order, deadlines, gone = self._unexpired(now_us)
         if order is not None:
@@ -1255,9 +1264,9 @@ class Memory(Generic[K, V]):
         >>> mem.put("v", key="k").time_until("k", 0.25)  # 0.25 after 2 h; below it 1 µs later
         datetime.timedelta(seconds=7200, microseconds=1)
         """
-        entry = self.peek(key)
         t = _check_unit(threshold, "threshold")
         now, now_us = self._now()
+        entry = self._live(key, now_us)
         # At threshold 0 nothing ever drops below, deadline or not.
         crossing = self._crossing_us(entry, t, now, now_us, expiry=t > 0.0)
         if crossing is None or not crossing <= MAX_US:
@@ -1313,7 +1322,8 @@ class Memory(Generic[K, V]):
         keeps its key and value, access counts are summed, access histories
         merged (so duplicates reinforce each other instead of crowding the
         memory), importance is the largest, metadata merged, and the absorbed
-        keys are listed in ``metadata["consolidated_from"]``.  A ``merge``
+        keys are listed in ``metadata["consolidated_from"]`` (a tuple key as a list, as
+        ``to_dict`` writes it).  A ``merge``
         function gets each group (highest score first) and returns the entry to
         keep; its key must be one of the group's keys.
 
