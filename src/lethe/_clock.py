@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import datetime as _dt
-import inspect
 import math
 from collections.abc import Callable
 
+from lethe._hooks import closed_if_awaitable
 from lethe._reprs import short_repr
 
 Clock = Callable[[], _dt.datetime]
@@ -38,9 +38,9 @@ def to_us(moment: _dt.datetime, name: str = "now") -> float:
     anything that is not a datetime.
     """
     if not isinstance(moment, _dt.datetime):
-        if inspect.iscoroutine(moment):  # an async clock: refuse it without a "never awaited" warning too
-            moment.close()
-            raise TypeError(f"{name} must be a datetime, got a coroutine: the clock must be a plain function")
+        if closed_if_awaitable(moment):  # an async clock
+            kind = type(moment).__name__
+            raise TypeError(f"{name} must be a datetime, got an awaitable ({kind}): the clock must be a plain function")
         raise TypeError(f"{name} must be a datetime, got {type(moment).__name__}")
     if moment.utcoffset() is None:
         raise ValueError(f"{name} must be timezone-aware, got naive {moment!r}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import heapq
-import inspect
 import math
 import statistics
 from collections.abc import Callable, Hashable, Iterable, Iterator, KeysView, Mapping
@@ -27,6 +26,7 @@ from lethe._entry import (
 )
 from lethe._errors import MemoryFullError, SummarizeError
 from lethe._expiry import expired as _expired
+from lethe._hooks import closed_if_awaitable
 from lethe._map import EMPTY, PersistentMap
 from lethe._order import Order
 from lethe._reprs import short_repr
@@ -1652,10 +1652,7 @@ def _rank(
 
 def _no_awaitable(result: object, hook: str) -> None:
     """Refuse what an ``async def`` hook returns: lethe calls hooks synchronously."""
-    if inspect.isawaitable(result):
-        close = getattr(result, "close", None)
-        if callable(close):
-            close()  # no "coroutine was never awaited" warning on top of the error
+    if closed_if_awaitable(result):
         raise TypeError(
             f"{hook} returned an awaitable ({type(result).__name__}); hooks are called synchronously: "
             "pass a plain function (run async work yourself, e.g. in a thread or before the call)"

@@ -10,6 +10,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from lethe._clock import from_us
 from lethe._entry import Entry
+from lethe._hooks import closed_if_awaitable
 from lethe._reprs import short_repr
 
 __all__ = ["DecayCallable", "DecayFunction", "is_builtin"]
@@ -95,10 +96,7 @@ def checked_score(value: object, key: object, where: str = "decay_fn") -> float:
             float range.  Messages name ``where`` and the key, with bounded reprs.
     """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        if inspect.isawaitable(value):
-            close = getattr(value, "close", None)
-            if callable(close):
-                close()
+        if closed_if_awaitable(value):
             raise TypeError(
                 f"{where} returned an awaitable for key {short_repr(key)}; "
                 "it must return a number (an async def cannot be a decay function)"
