@@ -847,7 +847,7 @@ class Memory(Generic[K, V]):
         """The map, index and deadlines without the entries expired at ``now_us``, and those
         entries, summarized: what a write removes (and reports) before anything else."""
         entries, order, deadlines = self._entries, self._order, self._deadlines
-        due = _expiry.due(deadlines, now_us)
+        due = _expiry.due(deadlines, now_us) if deadlines else None  # most memories have no ttl
         if not due:
             return entries, order, deadlines, ()
         gone = []
@@ -892,10 +892,7 @@ class Memory(Generic[K, V]):
         deadline_us: float | None,
     ) -> Memory[K, V]:
         """One put, with its options checked and the clock read; ``on_evict`` not yet told."""
-        if self._deadlines:
-            entries, order, deadlines, gone = self._unexpired(now_us)
-        else:
-            entries, order, deadlines, gone = self._entries, self._order, self._deadlines, ()
+        entries, order, deadlines, gone = self._unexpired(now_us)
         next_key = self._next_key
         if key is None:
             while next_key in entries:
@@ -971,10 +968,7 @@ class Memory(Generic[K, V]):
         new = rehearsed(entry, now, now_us, state)
         if changes:
             new = evolve(new, **changes)
-        if self._deadlines:
-            entries, order, deadlines, gone = self._unexpired(now_us)
-        else:
-            entries, order, deadlines, gone = self._entries, self._order, self._deadlines, ()
+        entries, order, deadlines, gone = self._unexpired(now_us)
         if order is not None:
             order = order.swap(entry, new)
         version = self._version(entries.replace(key, new), now, now_us, order=order, deadlines=deadlines, evicted=gone)
