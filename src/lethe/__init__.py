@@ -13,6 +13,7 @@ lowest-scored entry is summarized and evicted, never silently dropped.
 1
 """
 
+from lethe._clock import ManualClock
 from lethe._consolidate import jaccard_words
 from lethe._entry import Entry
 from lethe._errors import ClockWarning, LetheError, MemoryFullError, SummarizeError
@@ -24,6 +25,7 @@ __all__ = [
     "ClockWarning",
     "Entry",
     "LetheError",
+    "ManualClock",
     "Memory",
     "MemoryFullError",
     "Stats",

@@ -85,3 +85,89 @@ def seconds(value: object, name: str) -> float:
     if not secs > 0 or secs == float("inf"):
         raise ValueError(f"{name} must be a positive, finite duration, got {short_repr(value)}")
     return secs
+
+
+class ManualClock:
+    """A clock that moves only when told to: for tests, simulations and demos.
+
+    Pass it as a memory's ``clock_fn``; each call returns the current reading
+    (and counts the call). :meth:`advance` moves it by a duration, :meth:`set`
+    puts it at an instant; both may go backwards, which a memory answers with
+    its high-water mark (time never runs backwards for a memory).
+
+    Parameters:
+        start: the first reading, an aware datetime (default: the real time
+            now, in UTC).
+        step: how far each reading moves the clock after it is taken
+            (default zero: the clock stands still between calls to
+            :meth:`advance`). A positive step gives every reading its own
+            instant, as a busy real clock would.
+
+    Raises:
+        TypeError: ``start`` is not a datetime, or ``step`` not a timedelta.
+        ValueError: ``start`` is naive.
+
+    >>> from datetime import datetime, timedelta, timezone
+    >>> from lethe import ManualClock, Memory
+    >>> clock = ManualClock(datetime(2026, 1, 1, tzinfo=timezone.utc))
+    >>> mem = Memory(clock_fn=clock, half_life=timedelta(hours=1)).put("x", key="k")
+    >>> clock.advance(timedelta(hours=1))
+    datetime.datetime(2026, 1, 1, 1, 0, tzinfo=datetime.timezone.utc)
+    >>> round(mem.score("k"), 3)
+    0.5
+    """
+
+    __slots__ = ("calls", "now", "step")
+
+    def __init__(self, start: _dt.datetime | None = None, *, step: _dt.timedelta = _dt.timedelta(0)) -> None:
+        if start is None:
+            start = utc_now()
+        to_us(start, "start")
+        if not isinstance(step, _dt.timedelta):
+            raise TypeError(f"step must be a timedelta, got {type(step).__name__}")
+        #: The reading the next call returns.
+        self.now: _dt.datetime = start
+        #: How far each call moves the clock after reading it.
+        self.step: _dt.timedelta = step
+        #: How many times the clock has been read.
+        self.calls: int = 0
+
+    def __call__(self) -> _dt.datetime:
+        """Return the current reading (then move it on by ``step``)."""
+        self.calls += 1
+        now = self.now
+        if self.step:
+            self.now = now + self.step
+        return now
+
+    def advance(self, delta: _dt.timedelta | float) -> _dt.datetime:
+        """Move the clock by ``delta`` (a timedelta or seconds; negative goes back); return the new reading.
+
+        Raises TypeError for anything else (``bool`` included), and ValueError
+        when the new reading would fall outside the range of ``datetime``.
+        """
+        if isinstance(delta, (int, float)) and not isinstance(delta, bool):
+            try:
+                delta = _dt.timedelta(seconds=delta)
+            except (OverflowError, ValueError):  # beyond timedelta's range, or NaN
+                raise ValueError(f"delta is not a representable duration, got {short_repr(delta)}") from None
+        elif not isinstance(delta, _dt.timedelta):
+            raise TypeError(f"delta must be a timedelta or a number of seconds, got {type(delta).__name__}")
+        try:
+            self.now += delta
+        except OverflowError:
+            raise ValueError(f"delta moves the clock outside the range of datetime, got {delta!r}") from None
+        return self.now
+
+    def set(self, moment: _dt.datetime) -> _dt.datetime:
+        """Put the clock at ``moment`` (an aware datetime); return it.
+
+        Raises TypeError for a non-datetime and ValueError for a naive one.
+        """
+        to_us(moment, "moment")
+        self.now = moment
+        return moment
+
+    def __repr__(self) -> str:
+        step = f", step={self.step!r}" if self.step else ""
+        return f"ManualClock({self.now!r}{step})"
