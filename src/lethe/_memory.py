@@ -6,7 +6,7 @@ import heapq
 import math
 import statistics
 from collections.abc import Callable, Hashable, Iterable, Iterator, KeysView, Mapping
-from dataclasses import InitVar, dataclass, field
+from dataclasses import FrozenInstanceError, InitVar, dataclass
 from datetime import datetime, timedelta
 from itertools import compress, islice
 from operator import attrgetter, eq
@@ -15,6 +15,7 @@ from typing import Any, Generic, TypeVar, overload
 from lethe import _expiry
 from lethe._btree import Tree
 from lethe._clock import MAX_US, UTC, from_us, seconds, to_us, to_utc, utc_now
+from lethe._config import FIELDS, ONE_HOUR, Config, build, check_hook
 from lethe._consolidate import find_groups, jaccard_words, merge_group
 from lethe._entry import (
     Entry,
@@ -30,9 +31,10 @@ from lethe._hooks import closed_if_awaitable
 from lethe._map import EMPTY, PersistentMap
 from lethe._order import Order
 from lethe._reprs import short_repr
-from lethe._scoring import Scorer, check_call, clamp, make_scorer
+from lethe._scoring import clamp
+from lethe._serialize import memory_from_dict, memory_to_dict
+from lethe._snapshot import Snapshot
 from lethe.decay._protocol import DecayCallable, DecayFunction
-from lethe.decay._registry import BUILTINS, by_name
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -42,7 +44,6 @@ EvictFn = Callable[[tuple[Entry[Any, Any], ...]], object]
 ClockFn = Callable[[], datetime]
 
 _SEQ = attrgetter("seq")
-_MAX_ENTRIES = 2**63 - 1  # what any store can count
 _INSERTED_US = attrgetter("inserted_us")
 _NEVER = -math.inf
 
@@ -70,46 +71,6 @@ class Stats:
     median_score: float | None
 
 
-def _check_threshold(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number between 0 and 1, got {type(value).__name__}")
-    try:
-        f = float(value)
-    except OverflowError:
-        raise ValueError(f"{name} must be between 0 and 1, got a huge int") from None
-    if not 0.0 <= f <= 1.0:
-        raise ValueError(f"{name} must be between 0 and 1, got {short_repr(value)}")
-    return f
-
-
-def _check_hook(value: object, name: str, args: int | None = None, shape: str = "") -> None:
-    """Refuse a hook that is not callable or is ``async``; with ``args``, one that cannot
-    take that many positional arguments (``shape`` shows them in the message)."""
-    if value is None:
-        return
-    if not callable(value):
-        raise TypeError(f"{name} must be callable or None, got {type(value).__name__}")
-    check_call(value, name, args, shape)
-
-
-class _DefaultHalfLife(timedelta):
-    """``Memory.half_life``'s default, one hour: a ``timedelta`` the memory can tell from
-    one given explicitly (a decay function with a half-life of its own overrides it)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "datetime.timedelta(seconds=3600)"
-
-
-_ONE_HOUR: timedelta = _DefaultHalfLife(hours=1)
-
-
-def unchosen_half_life(secs: float) -> timedelta:
-    """``secs`` as a half-life the caller did not choose: a decay function's own overrides it."""
-    return _DefaultHalfLife(seconds=secs)
-
-
 class _ThisMemory:
     """The default of ``Memory``'s init-only ``_source``: read on a memory, it is that memory.
 
@@ -130,63 +91,36 @@ class _ThisMemory:
 
 
 _THIS_MEMORY: Any = _ThisMemory()
-_FRESH = Entry(key=0, value=None, inserted_at=from_us(0.0), last_accessed_at=from_us(0.0))
 
 
-def _declared_half_life(fn: object) -> float | None:
-    """The ``half_life`` a custom decay function declares (seconds or a ``timedelta``), if any."""
-    declared = getattr(fn, "half_life", None)
-    if declared is None or isinstance(declared, bool) or not isinstance(declared, (int, float, timedelta)):
-        return None
-    try:
-        return seconds(declared, "decay_fn.half_life")
-    except ValueError:
-        return None
+class _Setting:
+    """A configuration field of ``Memory``: read from the version's one :class:`Config`.
 
+    The dataclass ``__init__`` assigns each field once; the values wait in
+    ``_config`` (a dict until then) for ``__post_init__`` to check them all
+    and build the ``Config`` every later version shares.
+    """
 
-def _own_half_life(scorer: Scorer) -> float | None:
-    """Seconds after which an entry put once, never rehearsed, of importance 1 scores 0.5
-    under a built-in decay function (its declared ``half_life`` when that is so, else
-    found by bisection: scores never rise without a rehearsal).  None for a custom
-    function, or one under which such an entry never scores 0.5."""
-    if not scorer.is_builtin:
-        return None
+    __slots__ = ("default", "name")
 
-    def above(secs: float) -> bool:
-        us = secs * 1e6
-        return scorer.unclamped(_FRESH, from_us(us), us) > 0.5
+    def __init__(self, name: str, default: object) -> None:
+        self.name = name
+        self.default = default
 
-    try:
-        declared = getattr(scorer.fn, "half_life", None)
-        if type(declared) is float and 0.0 < declared < math.inf:
-            us = declared * 1e6
-            if math.isclose(scorer.unclamped(_FRESH, from_us(us), us), 0.5, rel_tol=1e-9):
-                return declared
-        if not above(0.0):
-            return None
-        low, high = 0.0, 1.0
-        while above(high):
-            low, high = high, high * 2.0
-            if high > 1e13:  # some 300,000 years
-                return None
-        for _ in range(200):
-            mid = (low + high) / 2.0
-            if not low < mid < high:
-                break
-            if above(mid):
-                low = mid
-            else:
-                high = mid
-    except Exception:  # a combinator's custom part that cannot score a bare entry: no half-life known
-        return None
-    return high
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
+        if obj is None:
+            return self.default  # the dataclass reads the default here
+        return getattr(obj._config, self.name)  # type: ignore[attr-defined]
 
-
-def _without_decay_state(entries: PersistentMap[K, Entry[K, V]]) -> PersistentMap[K, Entry[K, V]]:
-    """``entries`` with every ``decay_state`` reset to None (after a change of decay function)."""
-    if all(e.decay_state is None for e in entries.values()):
-        return entries
-    return EMPTY.update({e.key: e if e.decay_state is None else evolve(e, decay_state=None) for e in entries.values()})
+    def __set__(self, obj: object, value: object) -> None:
+        try:
+            pending = obj._config  # type: ignore[attr-defined]
+        except AttributeError:
+            pending = {}
+            object.__setattr__(obj, "_config", pending)
+        if type(pending) is not dict:
+            raise FrozenInstanceError(f"cannot assign to field {self.name!r}")
+        pending[self.name] = value
 
 
 def _hashable(key: object) -> None:
@@ -196,8 +130,35 @@ def _hashable(key: object) -> None:
         raise TypeError(f"key must be hashable, got {type(key).__name__}") from None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
-class Memory(Generic[K, V]):
+class _Version(Generic[K, V]):
+    """What one version of a memory holds besides its configuration's fields (``Memory``'s base,
+    so the dataclass does not take these slots for fields)."""
+
+    __slots__ = (
+        "_config",
+        "_deadlines",
+        "_entries",
+        "_evicted",
+        "_latest",
+        "_latest_us",
+        "_next_key",
+        "_next_seq",
+        "_order",
+    )
+
+    _config: Config
+    _entries: PersistentMap[K, Entry[K, V]]
+    _order: Order | None
+    _deadlines: Tree
+    _evicted: tuple[Entry[K, V], ...]
+    _next_key: int
+    _next_seq: int
+    _latest: datetime | None
+    _latest_us: float
+
+
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
+class Memory(_Version[K, V]):
     """An immutable, bounded memory whose entries lose relevance unless rehearsed.
 
     Every write (``put``, ``get``, ``touch``, ``update``, ``pin``, ``delete``,
@@ -267,101 +228,73 @@ class Memory(Generic[K, V]):
     (['vim', 'tea'], 1.0)
     """
 
+    __slots__ = ()
+
     max_entries: int = 1000
     decay_fn: str | DecayFunction | DecayCallable = "exponential"
-    half_life: timedelta | float = _ONE_HOUR
+    half_life: timedelta | float = ONE_HOUR
     eviction_threshold: float = 0.05
     summarize_threshold: float = 0.15
     summarize_fn: SummarizeFn | None = None
     on_evict: EvictFn | None = None
     clock_fn: ClockFn | None = None
-    _entries: PersistentMap[K, Entry[K, V]] = field(init=False, repr=False)
-    _next_key: int = field(init=False, repr=False)
-    _next_seq: int = field(init=False, repr=False)
-    _latest: datetime | None = field(init=False, repr=False)
-    _latest_us: float = field(init=False, repr=False)
-    _scorer: Scorer = field(init=False, repr=False)
-    _order: Order | None = field(init=False, repr=False)
-    _deadlines: Tree = field(init=False, repr=False)
-    evicted: tuple[Entry[K, V], ...] = field(init=False, default=(), repr=False)
     # Not configuration: the memory whose entries a new one keeps (dataclasses.replace, configure).
     _source: InitVar[object] = _THIS_MEMORY
 
     def __post_init__(self, _source: object) -> None:
-        source: Memory[K, V] | None = None
-        if isinstance(_source, Memory):
-            source = _source
-        elif _source is not _THIS_MEMORY:
+        fields: dict[str, Any] = self._config  # type: ignore[assignment]  # what __init__ gave, unchecked
+        if _source is _THIS_MEMORY:
+            snapshot = Snapshot(EMPTY, 0, 0, None, _NEVER)
+            config = build(fields)
+        elif isinstance(_source, Memory):
+            snapshot = _source._snapshot()
+            config = build(fields, _source._config, len(snapshot.entries))
+            if config.decay_fn != _source._config.decay_fn:
+                snapshot = snapshot.without_decay_state()
+        else:
             raise TypeError(f"_source must be a Memory, got {type(_source).__name__}")
-        max_entries = self.max_entries
-        if isinstance(max_entries, bool) or not isinstance(max_entries, int):
-            raise TypeError(f"max_entries must be a positive int, got {type(max_entries).__name__}")
-        if max_entries < 1:
-            raise ValueError(f"max_entries must be a positive int, got {short_repr(max_entries)}")
-        if max_entries > _MAX_ENTRIES:
-            raise ValueError(f"max_entries must be at most 2**63 - 1, got {short_repr(max_entries)}")
-        # Entries past their deadline count until a write removes (and reports) them.
-        if source is not None and (held := len(source._entries)) > max_entries:
-            # Evicting here would run summarize_fn and on_evict behind the caller's back.
-            raise ValueError(f"max_entries={max_entries} is below the size ({held}); evict first")
-        half_life = seconds(self.half_life, "half_life")
-        # A half-life the caller did not choose (the default, or the one carried over) yields
-        # to the decay function's own; so does one a name was built with ("fsrs" ignores it).
-        chosen = type(self.half_life) is not _DefaultHalfLife
-        eviction = _check_threshold(self.eviction_threshold, "eviction_threshold")
-        summarize = _check_threshold(self.summarize_threshold, "summarize_threshold")
-        if summarize < eviction:
-            raise ValueError(
-                f"summarize_threshold ({summarize}) must be >= eviction_threshold ({eviction})"
-            )
-        _check_hook(self.summarize_fn, "summarize_fn", 1, "(entry)")
-        _check_hook(self.on_evict, "on_evict", 1, "(entries)")
-        _check_hook(self.clock_fn, "clock_fn", 0, "()")
-        decay_fn: Any = self.decay_fn
-        if source is not None and half_life == source.half_life:
-            chosen = False
-        elif source is not None and decay_fn is source.decay_fn:
-            # A built-in the source made by name from its half-life follows the new one.
-            name = getattr(decay_fn, "name", None)
-            if isinstance(name, str) and name in BUILTINS and by_name(name, source.half_life) == decay_fn:
-                decay_fn = name
-        scorer = make_scorer(decay_fn, half_life)
-        own = _own_half_life(scorer)
-        if own is None and not scorer.is_builtin:
-            # A custom function that declares a half-life has that one in use, as a built-in does.
-            own = _declared_half_life(scorer.fn)
-        if own is not None and not math.isclose(own, half_life, rel_tol=1e-9, abs_tol=1e-6):
-            if chosen and not isinstance(decay_fn, str):
-                raise ValueError(
-                    f"half_life: {half_life:.6g} s is not the half-life of decay_fn {scorer.fn!r:.100} "
-                    f"({own:.6g} s: a fresh entry scores 0.5 then); leave half_life out, "
-                    "or pass a decay_fn built with it"
-                )
-            half_life = own
-        set_ = object.__setattr__
-        set_(self, "half_life", half_life)
-        set_(self, "eviction_threshold", eviction)
-        set_(self, "summarize_threshold", summarize)
-        set_(self, "decay_fn", scorer.fn)
-        set_(self, "_scorer", scorer)
-        set_(self, "_entries", EMPTY)
-        set_(self, "_next_key", 0)
-        set_(self, "_next_seq", 0)
-        set_(self, "_latest", None)
-        set_(self, "_latest_us", _NEVER)
-        set_(self, "_order", None if scorer.rate_us is None else Order(scorer.rate_us))
-        set_(self, "_deadlines", _expiry.NONE)
-        if source is not None:
-            entries = source._entries
-            if scorer.fn != source.decay_fn:
-                # Model-private state (ACT-R's access times, FSRS's stability) means nothing
-                # to another function; the access count and last access carry over.
-                entries = _without_decay_state(entries)
-            kept = self._restored(entries, source._next_key, source._next_seq, source._latest, source._latest_us)
-            for name in ("_entries", "_order", "_deadlines", "_next_key", "_next_seq", "_latest", "_latest_us"):
-                set_(self, name, getattr(kept, name))
+        self._fill(config, snapshot)
 
     # -- versions ---------------------------------------------------------
+
+    @property
+    def evicted(self) -> tuple[Entry[K, V], ...]:
+        """The entries the operation that produced this version removed.
+
+        A new key at capacity, ``put_many``, ``evict()``, entries past their
+        deadline found by a write: summarized as ``on_evict`` got them; ``()``
+        for most versions.  Not part of equality.  Report them once a version
+        is published to report each eviction once, however many attempts lost
+        a compare-and-swap (``docs/sharing.md``).
+        """
+        return self._evicted
+
+    def _fill(self, config: Config, snapshot: Snapshot) -> None:
+        """Make this (new) memory hold ``snapshot`` under ``config``: the one rebuild path
+        (construction, ``configure``, unpickling, ``from_dict``), re-indexing every entry."""
+        entries, next_key, next_seq, latest, latest_us = snapshot
+        order = config.ranking
+        if order is not None:
+            order = order.rebuilt(entries.values(), latest_us if latest_us > _NEVER else math.nan)
+        _set_config(self, config)
+        _set_entries(self, entries)
+        _set_order(self, order)
+        _set_deadlines(self, _expiry.built(entries.values()) if entries else _expiry.NONE)
+        _set_evicted(self, ())
+        _set_next_key(self, next_key)
+        _set_next_seq(self, next_seq)
+        _set_latest(self, latest)
+        _set_latest_us(self, latest_us)
+
+    @classmethod
+    def _restored(cls, config: Config, snapshot: Snapshot) -> Memory[Any, Any]:
+        """A memory holding ``snapshot`` under ``config`` (see :meth:`_fill`)."""
+        new: Memory[Any, Any] = _new(cls)
+        new._fill(config, snapshot)
+        return new
+
+    def _snapshot(self) -> Snapshot:
+        return Snapshot(self._entries, self._next_key, self._next_seq, self._latest, self._latest_us)
 
     def _version(
         self,
@@ -377,15 +310,7 @@ class Memory(Generic[K, V]):
         """A new version sharing this one's configuration: ``order`` and ``deadlines`` index
         ``entries`` (``deadlines`` None: this version's), ``evicted`` is what the operation removed."""
         new: Memory[K, V] = _new(Memory)
-        _set_max_entries(new, self.max_entries)
-        _set_decay_fn(new, self.decay_fn)
-        _set_half_life(new, self.half_life)
-        _set_eviction_threshold(new, self.eviction_threshold)
-        _set_summarize_threshold(new, self.summarize_threshold)
-        _set_summarize_fn(new, self.summarize_fn)
-        _set_on_evict(new, self.on_evict)
-        _set_clock_fn(new, self.clock_fn)
-        _set_scorer(new, self._scorer)
+        _set_config(new, self._config)
         _set_entries(new, entries)
         _set_order(new, order)
         _set_deadlines(new, self._deadlines if deadlines is None else deadlines)
@@ -407,7 +332,7 @@ class Memory(Generic[K, V]):
         of a zone with daylight saving time is wall-clock arithmetic, an hour off
         across a change, and their comparisons ignore ``fold``.
         """
-        clock = self.clock_fn
+        clock = self._config.clock_fn
         now = utc_now() if clock is None else clock()
         now_us = to_us(now, "clock_fn()")
         if now_us < self._latest_us:
@@ -449,7 +374,7 @@ class Memory(Generic[K, V]):
         return order.ranked(self._score_fn(now, now_us), now_us, True)
 
     def _score_fn(self, now: datetime, now_us: float) -> Callable[[Entry[K, V]], float]:
-        unclamped = self._scorer.unclamped
+        unclamped = self._config.scorer.unclamped
         return lambda e: unclamped(e, now, now_us)
 
 
@@ -487,7 +412,7 @@ class Memory(Generic[K, V]):
     def score(self, key: K) -> float:
         """The current score of the entry at ``key`` (KeyError if missing)."""
         now, now_us = self._now()
-        return self._scorer.one(self._live(key, now_us), now, now_us)
+        return self._config.scorer.one(self._live(key, now_us), now, now_us)
 
     def scored(self) -> list[tuple[Entry[K, V], float]]:
         """Every entry with its current score, highest score first.
@@ -529,14 +454,14 @@ class Memory(Generic[K, V]):
             # Only the entries whose key can reach the threshold, already nearly in rank order.
             pinned, rest = order.at_least(t, now_us)
             rest = [e for e in rest if not _expired(e, now_us)]
-        values = self._scorer.many(rest, now, now_us)
+        values = self._config.scorer.many(rest, now, now_us)
         kept = [i for i, v in enumerate(values) if clamp(v) >= t]
         ranked, _ = _rank(pinned, [rest[i] for i in kept], [values[i] for i in kept])
         return ranked
 
     def active(self) -> list[Entry[K, V]]:
         """Entries scoring at least ``eviction_threshold``, highest first."""
-        return self.above(self.eviction_threshold)
+        return self.above(self._config.eviction_threshold)
 
     def top(self, n: int) -> list[Entry[K, V]]:
         """The ``n`` highest-scored entries, highest first (expired entries left out).
@@ -570,7 +495,7 @@ class Memory(Generic[K, V]):
         True
         """
         now, now_us = self._now()
-        one = self._scorer.one
+        one = self._config.scorer.one
         return [(e, one(e, now, now_us)) for e in self._top(n, now, now_us)]
 
     def _top(self, n: int, now: datetime, now_us: float) -> list[Entry[K, V]]:
@@ -587,7 +512,7 @@ class Memory(Generic[K, V]):
         if len(pinned) >= n:
             return pinned[:n]
         rest = [e for e in live if not e.pinned]
-        values = self._scorer.many(rest, now, now_us)
+        values = self._config.scorer.many(rest, now, now_us)
         # The rank order is (value, seq) descending: a heap picks the first n without sorting all.
         best = heapq.nlargest(n - len(pinned), range(len(rest)), key=lambda i: (values[i], rest[i].seq))
         return pinned + [rest[i] for i in best]
@@ -612,7 +537,7 @@ class Memory(Generic[K, V]):
         entries, scores = self._ranked(now, now_us)
         if not entries:
             return Stats(0, 0, 0, None, None, None, None)
-        threshold = self.eviction_threshold
+        threshold = self._config.eviction_threshold
         # By instant (the microsecond counts), not by datetime: datetimes of one zone
         # compare by wall clock, which repeats an hour when daylight saving time ends.
         return Stats(
@@ -639,7 +564,7 @@ class Memory(Generic[K, V]):
         gone = self._expired_seqs(now_us)
         if gone:
             entries = [e for e in entries if e.seq not in gone]
-        return _rank(pinned, entries, self._scorer.many(entries, now, now_us))
+        return _rank(pinned, entries, self._config.scorer.many(entries, now, now_us))
 
     # -- writes -----------------------------------------------------------
 
@@ -815,7 +740,7 @@ class Memory(Generic[K, V]):
         mixed = any(type(k) is not type(e.key) for k, e in fresh.items()) or any(
             type(old.key) is not type(fresh[old.key].key) for old in replaced
         )
-        if mixed or len(entries) + len(fresh) - len(replaced) > self.max_entries:
+        if mixed or len(entries) + len(fresh) - len(replaced) > self._config.max_entries:
             # Puts will evict: replay the chain exactly, at this one clock reading, hooks held back,
             # from the memory without its expired entries (summarized once, already).
             mem = self._version(entries, order=order, deadlines=deadlines)
@@ -875,8 +800,8 @@ class Memory(Generic[K, V]):
         operation is complete when this runs, and nothing after it can fail.
         """
         evicted = new.evicted
-        if evicted and self.on_evict is not None:
-            _no_awaitable(self.on_evict(evicted), "on_evict")
+        if evicted and self._config.on_evict is not None:
+            _no_awaitable(self._config.on_evict(evicted), "on_evict")
         return new
 
     def _put_at(
@@ -914,7 +839,7 @@ class Memory(Generic[K, V]):
             if deadlines or expires is not None:
                 deadlines = _expiry.added(_expiry.removed(deadlines, old), entry)
         else:
-            if len(entries) >= self.max_entries:
+            if len(entries) >= self._config.max_entries:
                 victim = self._victim(entries, order, now, now_us)
                 if order is not None:
                     order = order.remove(victim)
@@ -933,18 +858,18 @@ class Memory(Generic[K, V]):
     ) -> Entry[K, V]:
         """The lowest-scored unpinned entry, which a new key at capacity evicts."""
         if order is None:
-            victim = self._scorer.lowest(entries.to_list(), now, now_us)
+            victim = self._config.scorer.lowest(entries.to_list(), now, now_us)
         else:
             victim = order.lowest(self._score_fn(now, now_us), now_us)
         if victim is None:
             raise MemoryFullError(
-                f"memory is full ({self.max_entries} entries) and every entry is pinned; "
+                f"memory is full ({self._config.max_entries} entries) and every entry is pinned; "
                 "unpin or delete one first"
             )
         return victim
 
     def _summarized(self, entry: Entry[K, V]) -> Entry[K, V]:
-        fn = self.summarize_fn
+        fn = self._config.summarize_fn
         if fn is None or entry.summarized:
             return entry
         try:
@@ -963,7 +888,7 @@ class Memory(Generic[K, V]):
     def _rehearse(self, key: K, **changes: Any) -> tuple[Memory[K, V], Entry[K, V]]:
         now, now_us = self._now()
         entry = self._live(key, now_us)
-        hook = self._scorer.rehearse
+        hook = self._config.scorer.rehearse
         state = entry.decay_state if hook is None else hook(entry, now, now_us)
         new = rehearsed(entry, now, now_us, state)
         if changes:
@@ -1050,8 +975,7 @@ class Memory(Generic[K, V]):
 
     def clear(self) -> Memory[K, V]:
         """Remove every entry; configuration and key generation carry on.  Nothing is reported."""
-        order = self._order
-        return self._version(EMPTY, order=None if order is None else Order(order.rate_us), deadlines=_expiry.NONE)
+        return self._version(EMPTY, order=self._config.ranking, deadlines=_expiry.NONE)
 
     def summarize(self) -> Memory[K, V]:
         """Summarize every unpinned entry scoring below ``summarize_threshold``.
@@ -1066,13 +990,13 @@ class Memory(Generic[K, V]):
         now, now_us = self._now()
         entries, order, deadlines, gone = self._unexpired(now_us)
         changed = bool(gone)
-        if self.summarize_fn is not None:
-            limit = self.summarize_threshold
+        if self._config.summarize_fn is not None:
+            limit = self._config.summarize_threshold
             if order is None:
                 candidates = [e for e in entries.to_list() if not e.pinned and not e.summarized]
             else:
                 candidates = [e for e in order.below(limit, now_us) if not e.summarized]
-            values = self._scorer.many(candidates, now, now_us)
+            values = self._config.scorer.many(candidates, now, now_us)
             for entry, v in sorted(zip(candidates, values), key=lambda p: p[0].seq):
                 if clamp(v) < limit:
                     new = self._summarized(entry)
@@ -1102,8 +1026,8 @@ class Memory(Generic[K, V]):
         now, now_us = self._now()
         entries = self._entries
         order = self._order
-        summarize_below = self.summarize_threshold if self.summarize_fn is not None else -1.0
-        evict_below = self.eviction_threshold
+        summarize_below = self._config.summarize_threshold if self._config.summarize_fn is not None else -1.0
+        evict_below = self._config.eviction_threshold
         if order is None:
             candidates = [e for e in entries.to_list() if not e.pinned]
         else:
@@ -1112,7 +1036,7 @@ class Memory(Generic[K, V]):
             if due:  # past their deadline, whatever their key
                 seen = {e.seq for e in candidates}
                 candidates += [entries[key] for _, seq, key in due if seq not in seen]
-        values = self._scorer.many(candidates, now, now_us)
+        values = self._config.scorer.many(candidates, now, now_us)
         evicted: list[Entry[K, V]] = []
         changed: list[tuple[Entry[K, V], Entry[K, V]]] = []
         # Lowest first (the reverse of rank order), so summaries run in the order entries fade.
@@ -1182,7 +1106,7 @@ class Memory(Generic[K, V]):
         """
         if entry.pinned:
             return None
-        if self._scorer.one(entry, now, now_us) < threshold:
+        if self._config.scorer.one(entry, now, now_us) < threshold:
             return now_us
         crossing = self._decay_crossing_us(entry, threshold, now_us)
         deadline = entry.expires_us
@@ -1191,7 +1115,7 @@ class Memory(Generic[K, V]):
         return crossing
 
     def _decay_crossing_us(self, entry: Entry[K, V], threshold: float, now_us: float) -> float | None:
-        scorer = self._scorer
+        scorer = self._config.scorer
         if threshold <= 0.0:
             return None
         closed = getattr(scorer.fn, "time_until", None)
@@ -1280,7 +1204,7 @@ class Memory(Generic[K, V]):
         :meth:`top`), otherwise O(n).
         """
         now, now_us = self._now()
-        threshold = self.eviction_threshold
+        threshold = self._config.eviction_threshold
         best: float | None = None
         order = self._order
         soonest: Iterable[Entry[K, V]]
@@ -1347,7 +1271,7 @@ class Memory(Generic[K, V]):
             raise ValueError(f"min_group must be >= 2, got {min_group!r}")
         if not callable(similarity):
             raise TypeError(f"similarity must be callable, got {type(similarity).__name__}")
-        _check_hook(merge, "merge")
+        check_hook(merge, "merge")
         now, now_us = self._now()
         ranked, _scores = self._ranked(now, now_us)
         candidates = [e for e in ranked if not e.pinned]
@@ -1357,7 +1281,7 @@ class Memory(Generic[K, V]):
         entries, order, deadlines, gone = self._unexpired(now_us)
         if not groups and not gone:
             return self._unchanged(), []
-        merge_states = getattr(self.decay_fn, "merge_states", None)
+        merge_states = getattr(self._config.decay_fn, "merge_states", None)
         for group in groups:
             merged = merge(group) if merge is not None else merge_group(group, merge_states)
             if not isinstance(merged, Entry):
@@ -1385,22 +1309,10 @@ class Memory(Generic[K, V]):
 
     # -- protocol ---------------------------------------------------------
 
-    def _config(self) -> dict[str, Any]:
-        return {
-            "max_entries": self.max_entries,
-            "decay_fn": self.decay_fn,
-            "half_life": self.half_life,
-            "eviction_threshold": self.eviction_threshold,
-            "summarize_threshold": self.summarize_threshold,
-            "summarize_fn": self.summarize_fn,
-            "on_evict": self.on_evict,
-            "clock_fn": self.clock_fn,
-        }
-
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Memory):
             return NotImplemented
-        if self._config() != other._config() or len(self._entries) != len(other._entries):
+        if self._config != other._config or len(self._entries) != len(other._entries):
             return False
         if (self._next_key, self._next_seq) != (other._next_key, other._next_seq):
             return False
@@ -1412,7 +1324,7 @@ class Memory(Generic[K, V]):
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"Memory(size={len(self)}, max_entries={self.max_entries}, decay_fn={self.decay_fn!r})"
+        return f"Memory(size={len(self)}, max_entries={self._config.max_entries}, decay_fn={self._config.decay_fn!r})"
 
     def configure(self, **changes: Any) -> Memory[K, V]:
         """A memory with the same entries under a changed configuration.
@@ -1447,37 +1359,20 @@ class Memory(Generic[K, V]):
         >>> moved.decay_fn, len(moved), moved.peek("k") == mem.peek("k")
         (Exponential(half_life=7200.0), 1, True)
         """
-        config = self._config()
-        unknown = set(changes) - set(config)
+        unknown = set(changes) - set(FIELDS)
         if unknown:
             raise TypeError(f"unknown configuration field(s): {sorted(unknown)}")
-        config.update(changes)
-        return Memory(**config, _source=self)
+        return Memory(**{**self._config.fields(), **changes}, _source=self)
 
     def __replace__(self, **changes: Any) -> Memory[K, V]:
         """``copy.replace(mem, **changes)``: :meth:`configure`."""
         return self.configure(**changes)
 
-    def _restored(
-        self,
-        entries: PersistentMap[K, Entry[K, V]],
-        next_key: int,
-        next_seq: int,
-        latest: datetime | None,
-        latest_us: float,
-    ) -> Memory[K, V]:
-        order = self._order
-        if order is not None:
-            order = order.rebuilt(entries.values(), latest_us if latest_us > _NEVER else math.nan)
-        new = self._version(entries, None, _NEVER, next_key, next_seq, order, _expiry.built(entries.values()))
-        _set_latest(new, latest)
-        _set_latest_us(new, latest_us)
-        return new
-
     def __reduce__(self) -> tuple[Any, ...]:
+        # Entries as a list in put order: a map's layout depends on this process's str hashes.
         entries = sorted(self._entries.values(), key=_SEQ)
         state = (entries, self._next_key, self._next_seq, self._latest, self._latest_us)
-        return (_unpickle, (self._config(), state))
+        return (_unpickle, (self._config.fields(), state))
 
     # -- serialization ----------------------------------------------------
 
@@ -1500,9 +1395,7 @@ class Memory(Generic[K, V]):
         >>> entry["key"], data["latest"]
         (['a', 1], '2026-01-01T00:00:00+00:00')
         """
-        from lethe._serialize import memory_to_dict
-
-        return memory_to_dict(self)
+        return memory_to_dict(self._config, self._snapshot())
 
     @classmethod
     def from_dict(
@@ -1551,9 +1444,7 @@ class Memory(Generic[K, V]):
         >>> Memory.from_dict(data, clock_fn=lambda: later, shift_to=later).peek("k").inserted_at == later
         True
         """
-        from lethe._serialize import memory_from_dict
-
-        return memory_from_dict(
+        config, snapshot = memory_from_dict(
             data,
             decay_fn=decay_fn,
             summarize_fn=summarize_fn,
@@ -1561,15 +1452,13 @@ class Memory(Generic[K, V]):
             clock_fn=clock_fn,
             shift_to=shift_to,
         )
+        return cls._restored(config, snapshot)
 
 
 def _unpickle(config: dict[str, Any], state: tuple[Any, ...]) -> Memory[Any, Any]:
-    entries_list, next_key, next_seq, latest, latest_us = state
-    fresh: Memory[Any, Any] = Memory(**config)
-    entries: PersistentMap[Any, Entry[Any, Any]] = EMPTY
-    for e in entries_list:
-        entries = entries.add(e.key, e)
-    return fresh._restored(entries, next_key, next_seq, latest, latest_us)
+    entries, next_key, next_seq, latest, latest_us = state
+    snapshot = Snapshot(EMPTY.update({e.key: e for e in entries}), next_key, next_seq, latest, latest_us)
+    return Memory._restored(build(config), snapshot)
 
 
 def _put_options(
@@ -1711,17 +1600,14 @@ class _EntryMapping(Mapping[Any, Entry[Any, Any]]):
         return entry is not None and entry.seq not in self._gone
 
 
+# The configuration fields are read from the version's one Config: each becomes a descriptor
+# once the dataclass has taken its default (so the signature and the docs show plain values).
+for _name in FIELDS:
+    setattr(Memory, _name, _Setting(_name, getattr(Memory, _name)))
+
 _new = object.__new__
-_d = Memory.__dict__
-_set_max_entries = _d["max_entries"].__set__
-_set_decay_fn = _d["decay_fn"].__set__
-_set_half_life = _d["half_life"].__set__
-_set_eviction_threshold = _d["eviction_threshold"].__set__
-_set_summarize_threshold = _d["summarize_threshold"].__set__
-_set_summarize_fn = _d["summarize_fn"].__set__
-_set_on_evict = _d["on_evict"].__set__
-_set_clock_fn = _d["clock_fn"].__set__
-_set_scorer = _d["_scorer"].__set__
+_d = _Version.__dict__
+_set_config = _d["_config"].__set__
 _set_entries = _d["_entries"].__set__
 _set_next_key = _d["_next_key"].__set__
 _set_next_seq = _d["_next_seq"].__set__
@@ -1729,5 +1615,5 @@ _set_latest = _d["_latest"].__set__
 _set_latest_us = _d["_latest_us"].__set__
 _set_order = _d["_order"].__set__
 _set_deadlines = _d["_deadlines"].__set__
-_set_evicted = _d["evicted"].__set__
+_set_evicted = _d["_evicted"].__set__
 del _d

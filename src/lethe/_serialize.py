@@ -14,20 +14,19 @@ import math
 import warnings
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lethe._clock import seconds, to_us, utc_now
+from lethe._config import ONE_HOUR, Config, build, unchosen_half_life
 from lethe._entry import Entry, check_importance, evolve, freeze_metadata, make_entry
 from lethe._errors import ClockWarning
 from lethe._map import EMPTY, PersistentMap
 from lethe._reprs import short_repr as _short
+from lethe._snapshot import Snapshot
 from lethe.decay import _registry
 from lethe.decay._classic import ACTR
 from lethe.decay._combinators import Blend, ByMetadata, ChildStates, Picked, Product
 from lethe.decay._protocol import is_builtin
-
-if TYPE_CHECKING:
-    from lethe._memory import Memory
 
 FORMAT = "lethe.memory"
 VERSION = 2
@@ -142,22 +141,22 @@ def entry_to_dict(e: Entry[Any, Any], decay_fn: Any) -> dict[str, Any]:
     }
 
 
-def memory_to_dict(mem: Memory[Any, Any]) -> dict[str, Any]:
-    """The whole memory as JSON types; entries in the order they were put."""
-    entries = sorted(mem._entries.values(), key=lambda e: e.seq)
-    latest = mem._latest
+def memory_to_dict(config: Config, snapshot: Snapshot) -> dict[str, Any]:
+    """A memory (its configuration and snapshot) as JSON types; entries in the order they were put."""
+    entries = sorted(snapshot.entries.values(), key=lambda e: e.seq)
+    latest = snapshot.latest
     return {
         "format": FORMAT,
         "version": VERSION,
-        "max_entries": mem.max_entries,
-        "decay_fn": _decay_to_dict(mem.decay_fn),
-        "half_life": mem.half_life,
-        "eviction_threshold": mem.eviction_threshold,
-        "summarize_threshold": mem.summarize_threshold,
-        "next_key": mem._next_key,
-        "next_seq": mem._next_seq,
+        "max_entries": config.max_entries,
+        "decay_fn": _decay_to_dict(config.decay_fn),
+        "half_life": config.half_life,
+        "eviction_threshold": config.eviction_threshold,
+        "summarize_threshold": config.summarize_threshold,
+        "next_key": snapshot.next_key,
+        "next_seq": snapshot.next_seq,
         "latest": None if latest is None else latest.isoformat(),
-        "entries": [entry_to_dict(e, mem.decay_fn) for e in entries],
+        "entries": [entry_to_dict(e, config.decay_fn) for e in entries],
     }
 
 
@@ -361,10 +360,8 @@ def memory_from_dict(
     on_evict: Any = None,
     clock_fn: Any = None,
     shift_to: datetime | None = None,
-) -> Memory[Any, Any]:
-    """Rebuild a memory from :func:`memory_to_dict` output (see ``Memory.from_dict``)."""
-    from lethe._memory import Memory, unchosen_half_life
-
+) -> tuple[Config, Snapshot]:
+    """The configuration and snapshot :func:`memory_to_dict` wrote (see ``Memory.from_dict``)."""
     if not isinstance(data, Mapping):
         raise ValueError(f"data: expected an object, got {type(data).__name__}")
     current = _version(data)
@@ -393,15 +390,12 @@ def memory_from_dict(
         saved_half_life = seconds(config.pop("half_life"), "half_life")
     except (TypeError, ValueError) as exc:
         raise ValueError(f"configuration: {exc}") from None
-    if not is_builtin(decay_fn):
-        config["half_life"] = unchosen_half_life(saved_half_life)
+    config["half_life"] = ONE_HOUR if is_builtin(decay_fn) else unchosen_half_life(saved_half_life)
     try:
-        mem: Memory[Any, Any] = Memory(
-            **config, summarize_fn=summarize_fn, on_evict=on_evict, clock_fn=clock_fn
-        )
+        cfg = build({**config, "summarize_fn": summarize_fn, "on_evict": on_evict, "clock_fn": clock_fn})
     except (TypeError, ValueError) as exc:
         raise ValueError(f"configuration: {exc}") from None
-    fn = mem.decay_fn
+    fn = cfg.decay_fn
     if not same_fn and isinstance(saved, Mapping):
         # The saved state belongs to the saved function: a custom one only to a custom one
         # passed back in, a built-in only to an equal built-in.
@@ -410,8 +404,8 @@ def memory_from_dict(
     raw_entries = _field(data, "entries", "")
     if not isinstance(raw_entries, list):
         raise ValueError(f"entries: expected a list, got {type(raw_entries).__name__}")
-    if len(raw_entries) > mem.max_entries:
-        raise ValueError(f"entries: {len(raw_entries)} entries exceed max_entries={mem.max_entries}")
+    if len(raw_entries) > cfg.max_entries:
+        raise ValueError(f"entries: {len(raw_entries)} entries exceed max_entries={cfg.max_entries}")
     built: list[Entry[Any, Any]] = []
     keys: set[Any] = set()
     seqs: set[int] = set()
@@ -457,9 +451,7 @@ def memory_from_dict(
         delta, delta_us = shift_to - latest, shift_us - latest_us
         built = [_shifted(e, f"entries[{i}].", delta, delta_us, fn) for i, e in enumerate(built)]
         latest, latest_us = shift_to, shift_us
-    entries: PersistentMap[Any, Entry[Any, Any]] = EMPTY
-    for e in built:
-        entries = entries.add(e.key, e)
+    entries: PersistentMap[Any, Entry[Any, Any]] = EMPTY.update({e.key: e for e in built})
     if latest is not None:
         clock = utc_now if clock_fn is None else clock_fn
         now = clock()
@@ -473,4 +465,4 @@ def memory_from_dict(
                 ),
                 stacklevel=3,
             )
-    return mem._restored(entries, next_key, next_seq, latest, latest_us)
+    return cfg, Snapshot(entries, next_key, next_seq, latest, latest_us)

@@ -1,0 +1,221 @@
+"""A memory's configuration: checked once when a memory is built, shared by every version after.
+
+:class:`Config` holds what the caller chose (the constructor's fields) and
+what follows from it: the scorer that calls the decay function and the empty
+ranking strategy (an index when the decay function allows one, else a scan).
+Every version of a memory made by a write carries the same ``Config`` object;
+only :func:`build` makes a new one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from lethe._clock import from_us, seconds
+from lethe._entry import Entry
+from lethe._order import Order
+from lethe._reprs import short_repr
+from lethe._scoring import Scorer, check_call, make_scorer
+from lethe.decay._registry import BUILTINS, by_name
+
+#: The constructor's fields, in the order they are declared, shown and saved.
+FIELDS = (
+    "max_entries",
+    "decay_fn",
+    "half_life",
+    "eviction_threshold",
+    "summarize_threshold",
+    "summarize_fn",
+    "on_evict",
+    "clock_fn",
+)
+MAX_ENTRIES = 2**63 - 1  # what any store can count
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Config:
+    """A validated configuration: the constructor's fields plus the scorer and ranking they imply."""
+
+    max_entries: int
+    decay_fn: Any
+    half_life: float
+    eviction_threshold: float
+    summarize_threshold: float
+    summarize_fn: Any
+    on_evict: Any
+    clock_fn: Any
+    scorer: Scorer
+    #: The ranking of an empty memory under this decay function.
+    ranking: Order | None
+
+    def fields(self) -> dict[str, Any]:
+        """The constructor's fields, as ``Memory(**fields)`` takes them."""
+        return {name: getattr(self, name) for name in FIELDS}
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Config):
+            return NotImplemented
+        return self is other or self.fields() == other.fields()
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class _DefaultHalfLife(timedelta):
+    """``Memory.half_life``'s default, one hour: a ``timedelta`` the memory can tell from
+    one given explicitly (a decay function with a half-life of its own overrides it)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "datetime.timedelta(seconds=3600)"
+
+
+ONE_HOUR: timedelta = _DefaultHalfLife(hours=1)
+
+
+def unchosen_half_life(secs: float) -> timedelta:
+    """``secs`` as a half-life the caller did not choose: a decay function's own overrides it."""
+    return _DefaultHalfLife(seconds=secs)
+
+
+def build(fields: dict[str, Any], source: Config | None = None, held: int = 0) -> Config:
+    """Check the constructor's ``fields`` and derive the rest.
+
+    ``source`` is the configuration of the memory whose entries the new one
+    keeps (``configure``), ``held`` how many entries it holds.
+
+    Raises:
+        TypeError, ValueError: a field is invalid (the message names it).
+    """
+    max_entries = fields["max_entries"]
+    if isinstance(max_entries, bool) or not isinstance(max_entries, int):
+        raise TypeError(f"max_entries must be a positive int, got {type(max_entries).__name__}")
+    if max_entries < 1:
+        raise ValueError(f"max_entries must be a positive int, got {short_repr(max_entries)}")
+    if max_entries > MAX_ENTRIES:
+        raise ValueError(f"max_entries must be at most 2**63 - 1, got {short_repr(max_entries)}")
+    # Entries past their deadline count until a write removes (and reports) them.
+    if held > max_entries:
+        # Evicting here would run summarize_fn and on_evict behind the caller's back.
+        raise ValueError(f"max_entries={max_entries} is below the size ({held}); evict first")
+    half_life = seconds(fields["half_life"], "half_life")
+    # A half-life the caller did not choose (the default, or the one carried over) yields
+    # to the decay function's own; so does one a name was built with ("fsrs" ignores it).
+    chosen = type(fields["half_life"]) is not _DefaultHalfLife
+    eviction = _threshold(fields["eviction_threshold"], "eviction_threshold")
+    summarize = _threshold(fields["summarize_threshold"], "summarize_threshold")
+    if summarize < eviction:
+        raise ValueError(f"summarize_threshold ({summarize}) must be >= eviction_threshold ({eviction})")
+    check_hook(fields["summarize_fn"], "summarize_fn", 1, "(entry)")
+    check_hook(fields["on_evict"], "on_evict", 1, "(entries)")
+    check_hook(fields["clock_fn"], "clock_fn", 0, "()")
+    decay_fn: Any = fields["decay_fn"]
+    if source is not None and half_life == source.half_life:
+        chosen = False
+    elif source is not None and decay_fn is source.decay_fn:
+        # A built-in the source made by name from its half-life follows the new one.
+        name = getattr(decay_fn, "name", None)
+        if isinstance(name, str) and name in BUILTINS and by_name(name, source.half_life) == decay_fn:
+            decay_fn = name
+    scorer = make_scorer(decay_fn, half_life)
+    own = _own_half_life(scorer)
+    if own is None and not scorer.is_builtin:
+        # A custom function that declares a half-life has that one in use, as a built-in does.
+        own = _declared_half_life(scorer.fn)
+    if own is not None and not math.isclose(own, half_life, rel_tol=1e-9, abs_tol=1e-6):
+        if chosen and not isinstance(decay_fn, str):
+            raise ValueError(
+                f"half_life: {half_life:.6g} s is not the half-life of decay_fn {scorer.fn!r:.100} "
+                f"({own:.6g} s: a fresh entry scores 0.5 then); leave half_life out, "
+                "or pass a decay_fn built with it"
+            )
+        half_life = own
+    return Config(
+        max_entries=max_entries,
+        decay_fn=scorer.fn,
+        half_life=half_life,
+        eviction_threshold=eviction,
+        summarize_threshold=summarize,
+        summarize_fn=fields["summarize_fn"],
+        on_evict=fields["on_evict"],
+        clock_fn=fields["clock_fn"],
+        scorer=scorer,
+        ranking=None if scorer.rate_us is None else Order(scorer.rate_us),
+    )
+
+
+def _threshold(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number between 0 and 1, got {type(value).__name__}")
+    try:
+        f = float(value)
+    except OverflowError:
+        raise ValueError(f"{name} must be between 0 and 1, got a huge int") from None
+    if not 0.0 <= f <= 1.0:
+        raise ValueError(f"{name} must be between 0 and 1, got {short_repr(value)}")
+    return f
+
+
+def check_hook(value: object, name: str, args: int | None = None, shape: str = "") -> None:
+    """Refuse a hook that is not callable or is ``async``; with ``args``, one that cannot
+    take that many positional arguments (``shape`` shows them in the message)."""
+    if value is None:
+        return
+    if not callable(value):
+        raise TypeError(f"{name} must be callable or None, got {type(value).__name__}")
+    check_call(value, name, args, shape)
+
+
+_FRESH = Entry(key=0, value=None, inserted_at=from_us(0.0), last_accessed_at=from_us(0.0))
+
+
+def _declared_half_life(fn: object) -> float | None:
+    """The ``half_life`` a custom decay function declares (seconds or a ``timedelta``), if any."""
+    declared = getattr(fn, "half_life", None)
+    if declared is None or isinstance(declared, bool) or not isinstance(declared, (int, float, timedelta)):
+        return None
+    try:
+        return seconds(declared, "decay_fn.half_life")
+    except ValueError:
+        return None
+
+
+def _own_half_life(scorer: Scorer) -> float | None:
+    """Seconds after which an entry put once, never rehearsed, of importance 1 scores 0.5
+    under a built-in decay function (its declared ``half_life`` when that is so, else
+    found by bisection: scores never rise without a rehearsal).  None for a custom
+    function, or one under which such an entry never scores 0.5."""
+    if not scorer.is_builtin:
+        return None
+
+    def above(secs: float) -> bool:
+        us = secs * 1e6
+        return scorer.unclamped(_FRESH, from_us(us), us) > 0.5
+
+    try:
+        declared = getattr(scorer.fn, "half_life", None)
+        if type(declared) is float and 0.0 < declared < math.inf:
+            us = declared * 1e6
+            if math.isclose(scorer.unclamped(_FRESH, from_us(us), us), 0.5, rel_tol=1e-9):
+                return declared
+        if not above(0.0):
+            return None
+        low, high = 0.0, 1.0
+        while above(high):
+            low, high = high, high * 2.0
+            if high > 1e13:  # some 300,000 years
+                return None
+        for _ in range(200):
+            mid = (low + high) / 2.0
+            if not low < mid < high:
+                break
+            if above(mid):
+                low = mid
+            else:
+                high = mid
+    except Exception:  # a combinator's custom part that cannot score a bare entry: no half-life known
+        return None
+    return high

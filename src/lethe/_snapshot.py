@@ -1,0 +1,38 @@
+"""What a memory is besides its configuration: the value every rebuild starts from.
+
+Unpickling, :meth:`Memory.configure` (``copy.replace``, ``dataclasses.replace``)
+and :meth:`Memory.from_dict` each produce a :class:`Snapshot`, and one path,
+``Memory._restored``, turns a configuration and a snapshot into a memory
+(rebuilding the ranking and the deadlines from the entries).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from lethe._entry import Entry, evolve
+from lethe._map import EMPTY, PersistentMap
+
+
+class Snapshot(NamedTuple):
+    """A memory's entries, key and put-order counters, and the latest clock reading it saw."""
+
+    entries: PersistentMap[Any, Entry[Any, Any]]
+    next_key: int
+    next_seq: int
+    latest: datetime | None
+    latest_us: float  # -inf when the memory has not read the clock yet
+
+    def without_decay_state(self) -> Snapshot:
+        """This snapshot with every ``decay_state`` reset to None (for a new decay function).
+
+        Model-private state (ACT-R's access times, FSRS's stability) means nothing
+        to another function; the access count and last access carry over.
+        """
+        entries = self.entries
+        if all(e.decay_state is None for e in entries.values()):
+            return self
+        reset = {e.key: e if e.decay_state is None else evolve(e, decay_state=None) for e in entries.values()}
+        return self._replace(entries=EMPTY.update(reset))
+

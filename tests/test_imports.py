@@ -1,0 +1,113 @@
+"""The module graph of ``src/lethe``: no import cycles, and a core that imports nothing outside it.
+
+Every ``import`` counts, also one inside a function (which hides a cycle from
+Python's import machinery but not from a reader), and ``if TYPE_CHECKING``
+blocks do too: a layout without cycles needs none of these tricks.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import lethe
+
+SRC = Path(lethe.__file__).parent
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(SRC.rglob("*.py"))}
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The lethe modules ``name`` imports (a package's ``__init__`` counts as the package)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            submodules = {f"{target}.{alias.name}" for alias in node.names} & modules.keys()
+            found |= submodules
+            if len(submodules) < len(node.names):  # a name the module itself defines
+                found.add(target)
+    return {m for m in found if m in modules and m != name}
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imports(name, path, modules) for name, path in modules.items()}
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of ``graph``, as the list of modules along it; None if there is none."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state and (found := visit(nxt)) is not None:
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)) is not None:
+            return found
+    return None
+
+
+def test_no_module_of_lethe_imports_itself_through_another() -> None:
+    graph = _graph()
+    # A parent package importing its own submodules is how packages re-export:
+    # only edges from a submodule back up to a package it lives in would close a loop.
+    for name, targets in graph.items():
+        graph[name] = {t for t in targets if not name.startswith(f"{t}.")}
+    cycle = _cycle(graph)
+    assert cycle is None, " -> ".join(cycle or [])
+
+
+def test_no_submodule_imports_the_package_it_belongs_to() -> None:
+    graph = _graph()
+    upward = sorted(f"{name} -> {t}" for name, targets in graph.items() for t in targets if name.startswith(f"{t}."))
+    assert upward == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_core_imports_only_the_standard_library() -> None:
+    stdlib = set(sys.stdlib_module_names)
+    outside: list[str] = []
+    for name, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            roots = []
+            if isinstance(node, ast.Import):
+                roots = [alias.name.partition(".")[0] for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                roots = [node.module.partition(".")[0]]
+            outside += [f"{name}: {root}" for root in roots if root not in stdlib and root != "lethe"]
+    assert outside == []
+
+
+def test_serialization_is_a_plain_converter() -> None:
+    graph = _graph()
+    assert "lethe._memory" not in graph["lethe._serialize"]
