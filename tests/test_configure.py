@@ -165,7 +165,7 @@ class TestConfigure:
             make().configure(zz=1, bogus=2)
 
     def test_private_fields_are_not_configuration(self, make: Any) -> None:
-        for name in ("_entries", "_next_key", "_order"):
+        for name in ("_entries", "_next_key", "_ranking", "_config"):
             with pytest.raises(TypeError, match=name):
                 make().configure(**{name: None})
 

@@ -18,6 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lethe import Entry, Memory
+from lethe._order import Order
+from lethe._ranking import Scan
 from lethe.decay import Exponential
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -59,8 +61,8 @@ def _twins(cap: int, clock: Clock, log: list[tuple[str, Any]]) -> tuple[Memory[A
     }
     indexed: Memory[Any, Any] = Memory(decay_fn="exponential", on_evict=on_evict("indexed"), **common)
     scanned: Memory[Any, Any] = Memory(decay_fn=Scanned(), on_evict=on_evict("scanned"), **common)
-    assert indexed._order is not None
-    assert scanned._order is None
+    assert isinstance(indexed._ranking, Order)
+    assert isinstance(scanned._ranking, Scan)
     return indexed, scanned
 
 
@@ -268,7 +270,7 @@ def test_a_subclass_that_changes_the_score_is_not_indexed_by_its_base_rate() -> 
             return s * s
 
     indexed: Memory[Any, Any] = Memory(decay_fn=Faster(60.0), clock_fn=clock)
-    assert indexed._order is not None  # it declared the rate of the score it has
+    assert isinstance(indexed._ranking, Order)  # it declared the rate of the score it has
 
 
 def test_of_entries_put_at_one_instant_the_earliest_put_is_evicted_first() -> None:

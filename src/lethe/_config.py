@@ -17,6 +17,7 @@ from typing import Any
 from lethe._clock import from_us, seconds
 from lethe._entry import Entry
 from lethe._order import Order
+from lethe._ranking import SCAN, Ranking
 from lethe._reprs import short_repr
 from lethe._scoring import Scorer, check_call, make_scorer
 from lethe.decay._registry import BUILTINS, by_name
@@ -49,7 +50,7 @@ class Config:
     clock_fn: Any
     scorer: Scorer
     #: The ranking of an empty memory under this decay function.
-    ranking: Order | None
+    ranking: Ranking
 
     def fields(self) -> dict[str, Any]:
         """The constructor's fields, as ``Memory(**fields)`` takes them."""
@@ -143,7 +144,7 @@ def build(fields: dict[str, Any], source: Config | None = None, held: int = 0) -
         on_evict=fields["on_evict"],
         clock_fn=fields["clock_fn"],
         scorer=scorer,
-        ranking=None if scorer.rate_us is None else Order(scorer.rate_us),
+        ranking=SCAN if scorer.rate_us is None else Order(scorer.rate_us),
     )
 
 

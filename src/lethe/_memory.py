@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import heapq
 import math
 import statistics
 from collections.abc import Callable, Hashable, Iterable, Iterator, KeysView, Mapping
 from dataclasses import FrozenInstanceError, InitVar, dataclass
 from datetime import datetime, timedelta
-from itertools import compress, islice
-from operator import attrgetter, eq
+from operator import attrgetter
 from typing import Any, Generic, TypeVar, overload
 
 from lethe import _expiry
@@ -17,6 +15,7 @@ from lethe._btree import Tree
 from lethe._clock import MAX_US, UTC, from_us, seconds, to_us, to_utc, utc_now
 from lethe._config import FIELDS, ONE_HOUR, Config, build, check_hook
 from lethe._consolidate import find_groups, jaccard_words, merge_group
+from lethe._edit import Edit
 from lethe._entry import (
     Entry,
     check_importance,
@@ -29,7 +28,7 @@ from lethe._errors import MemoryFullError, SummarizeError
 from lethe._expiry import expired as _expired
 from lethe._hooks import closed_if_awaitable
 from lethe._map import EMPTY, PersistentMap
-from lethe._order import Order
+from lethe._ranking import Ranking, rank
 from lethe._reprs import short_repr
 from lethe._scoring import clamp
 from lethe._serialize import memory_from_dict, memory_to_dict
@@ -143,12 +142,12 @@ class _Version(Generic[K, V]):
         "_latest_us",
         "_next_key",
         "_next_seq",
-        "_order",
+        "_ranking",
     )
 
     _config: Config
     _entries: PersistentMap[K, Entry[K, V]]
-    _order: Order | None
+    _ranking: Ranking
     _deadlines: Tree
     _evicted: tuple[Entry[K, V], ...]
     _next_key: int
@@ -273,12 +272,9 @@ class Memory(_Version[K, V]):
         """Make this (new) memory hold ``snapshot`` under ``config``: the one rebuild path
         (construction, ``configure``, unpickling, ``from_dict``), re-indexing every entry."""
         entries, next_key, next_seq, latest, latest_us = snapshot
-        order = config.ranking
-        if order is not None:
-            order = order.rebuilt(entries.values(), latest_us if latest_us > _NEVER else math.nan)
         _set_config(self, config)
         _set_entries(self, entries)
-        _set_order(self, order)
+        _set_ranking(self, config.ranking.rebuilt(entries.values(), latest_us if latest_us > _NEVER else math.nan))
         _set_deadlines(self, _expiry.built(entries.values()) if entries else _expiry.NONE)
         _set_evicted(self, ())
         _set_next_key(self, next_key)
@@ -296,24 +292,26 @@ class Memory(_Version[K, V]):
     def _snapshot(self) -> Snapshot:
         return Snapshot(self._entries, self._next_key, self._next_seq, self._latest, self._latest_us)
 
+    def _edit(self) -> Edit[K, V]:
+        """An edit of this version's contents: every write makes its changes through one."""
+        return Edit(self._entries, self._ranking, self._deadlines)
+
     def _version(
         self,
-        entries: PersistentMap[K, Entry[K, V]],
+        edit: Edit[K, V],
         now: datetime | None = None,
         now_us: float = _NEVER,
         next_key: int | None = None,
         next_seq: int | None = None,
-        order: Order | None = None,
-        deadlines: Tree | None = None,
         evicted: tuple[Entry[K, V], ...] = (),
     ) -> Memory[K, V]:
-        """A new version sharing this one's configuration: ``order`` and ``deadlines`` index
-        ``entries`` (``deadlines`` None: this version's), ``evicted`` is what the operation removed."""
+        """A new version sharing this one's configuration, holding what ``edit`` holds;
+        ``evicted`` is what the operation removed."""
         new: Memory[K, V] = _new(Memory)
         _set_config(new, self._config)
-        _set_entries(new, entries)
-        _set_order(new, order)
-        _set_deadlines(new, self._deadlines if deadlines is None else deadlines)
+        _set_entries(new, edit.entries)
+        _set_ranking(new, edit.ranking)
+        _set_deadlines(new, edit.deadlines)
         _set_evicted(new, evicted)
         _set_next_key(new, self._next_key if next_key is None else next_key)
         _set_next_seq(new, self._next_seq if next_seq is None else next_seq)
@@ -368,14 +366,7 @@ class Memory(_Version[K, V]):
         taking its first k entries costs about as much as ``top(k)``.
         """
         now, now_us = self._now()
-        order = self._order
-        if order is None:
-            return iter(self._ranked(now, now_us)[0])
-        return order.ranked(self._score_fn(now, now_us), now_us, True)
-
-    def _score_fn(self, now: datetime, now_us: float) -> Callable[[Entry[K, V]], float]:
-        unclamped = self._config.scorer.unclamped
-        return lambda e: unclamped(e, now, now_us)
+        return self._ranking.ranked(self._entries, self._config.scorer, now, now_us)
 
 
     def keys(self) -> KeysView[K]:
@@ -445,18 +436,12 @@ class Memory(_Version[K, V]):
         """
         t = _check_unit(threshold, "threshold")
         now, now_us = self._now()
-        order = self._order
-        if order is None:
-            live = [e for e in self._entries.to_list() if not _expired(e, now_us)]
-            pinned = [e for e in live if e.pinned]
-            rest = [e for e in live if not e.pinned]
-        else:
-            # Only the entries whose key can reach the threshold, already nearly in rank order.
-            pinned, rest = order.at_least(t, now_us)
-            rest = [e for e in rest if not _expired(e, now_us)]
+        # Indexed: only the entries whose key can reach the threshold, already nearly in rank order.
+        pinned, rest = self._ranking.at_least(self._entries, t, now_us)
+        rest = [e for e in rest if not _expired(e, now_us)]
         values = self._config.scorer.many(rest, now, now_us)
         kept = [i for i, v in enumerate(values) if clamp(v) >= t]
-        ranked, _ = _rank(pinned, [rest[i] for i in kept], [values[i] for i in kept])
+        ranked, _ = rank(pinned, [rest[i] for i in kept], [values[i] for i in kept])
         return ranked
 
     def active(self) -> list[Entry[K, V]]:
@@ -503,19 +488,7 @@ class Memory(_Version[K, V]):
             raise TypeError(f"n must be an int, got {type(n).__name__}")
         if n < 0:
             raise ValueError(f"n must be >= 0, got {short_repr(n)}")
-        order = self._order
-        if order is not None:
-            ranked = order.ranked(self._score_fn(now, now_us), now_us, True)
-            return list(islice(ranked, min(n, len(self._entries))))
-        live = [e for e in self._entries.to_list() if not _expired(e, now_us)]
-        pinned = sorted((e for e in live if e.pinned), key=_SEQ, reverse=True)
-        if len(pinned) >= n:
-            return pinned[:n]
-        rest = [e for e in live if not e.pinned]
-        values = self._config.scorer.many(rest, now, now_us)
-        # The rank order is (value, seq) descending: a heap picks the first n without sorting all.
-        best = heapq.nlargest(n - len(pinned), range(len(rest)), key=lambda i: (values[i], rest[i].seq))
-        return pinned + [rest[i] for i in best]
+        return self._ranking.top(self._entries, self._config.scorer, n, now, now_us)
 
     def filter(self, predicate: Callable[[Entry[K, V]], object]) -> list[Entry[K, V]]:
         """Entries for which ``predicate(entry)`` is true, highest score first."""
@@ -552,19 +525,12 @@ class Memory(_Version[K, V]):
 
     def _ranked(self, now: datetime, now_us: float) -> tuple[list[Entry[K, V]], list[float]]:
         """Every entry not expired at ``now_us``, in rank order, and their scores."""
-        order = self._order
-        if order is None:
-            entries = self._entries.to_list()
-            pinned = [e for e in entries if e.pinned]
-            if pinned:
-                entries = [e for e in entries if not e.pinned]
-        else:
-            # Already nearly in rank order, which the sort below takes in near-linear time.
-            pinned, entries = order.at_least(0.0, now_us)
+        # Indexed: already nearly in rank order, which the sort takes in near-linear time.
+        pinned, entries = self._ranking.at_least(self._entries, 0.0, now_us)
         gone = self._expired_seqs(now_us)
         if gone:
             entries = [e for e in entries if e.seq not in gone]
-        return _rank(pinned, entries, self._config.scorer.many(entries, now, now_us))
+        return rank(pinned, entries, self._config.scorer.many(entries, now, now_us))
 
     # -- writes -----------------------------------------------------------
 
@@ -721,7 +687,8 @@ class Memory(_Version[K, V]):
             return self._unchanged()
         now, now_us = self._now()
         expires, deadline_us = _deadline(now_us, ttl_us, expires_at, deadline_us)
-        entries, order, deadlines, gone = self._unexpired(now_us)
+        edit, gone = self._unexpired(now_us)
+        entries = edit.entries
         fresh: dict[Any, Entry[K, V]] = {}
         next_key, seq = self._next_key, self._next_seq
         for key, value in pairs:
@@ -743,47 +710,29 @@ class Memory(_Version[K, V]):
         if mixed or len(entries) + len(fresh) - len(replaced) > self._config.max_entries:
             # Puts will evict: replay the chain exactly, at this one clock reading, hooks held back,
             # from the memory without its expired entries (summarized once, already).
-            mem = self._version(entries, order=order, deadlines=deadlines)
+            mem = self._version(edit)
             evicted: list[Entry[K, V]] = list(gone)
             for key, value in pairs:
                 mem = mem._put_at(key, value, now, now_us, pinned, imp, meta, expires, deadline_us)
                 evicted += mem.evicted
             _set_evicted(mem, tuple(evicted))  # mem is this call's own, not yet seen by anyone
             return self._published(mem)
-        if order is not None:
-            if 8 * len(fresh) < len(entries):
-                for old in replaced:
-                    order = order.remove(old)
-                for entry in fresh.values():
-                    order = order.add(entry)
-            else:
-                order = order.edited({e.seq for e in replaced}, {}, list(fresh.values()))
-        if deadlines or expires is not None:
-            for old in replaced:
-                deadlines = _expiry.removed(deadlines, old)
-            for entry in fresh.values():
-                deadlines = _expiry.added(deadlines, entry)
-        new = self._version(entries.update(fresh), now, now_us, next_key, seq, order, deadlines, gone)
-        return self._published(new)
+        edit.apply(replaced, [], list(fresh.values()))  # a replaced key gets a new seq: out, then in
+        return self._published(self._version(edit, now, now_us, next_key, seq, gone))
 
-    def _unexpired(
-        self, now_us: float
-    ) -> tuple[PersistentMap[K, Entry[K, V]], Order | None, Tree, tuple[Entry[K, V], ...]]:
-        """The map, index and deadlines without the entries expired at ``now_us``, and those
-        entries, summarized: what a write removes (and reports) before anything else."""
-        entries, order, deadlines = self._entries, self._order, self._deadlines
-        due = _expiry.due(deadlines, now_us) if deadlines else None  # most memories have no ttl
+    def _unexpired(self, now_us: float) -> tuple[Edit[K, V], tuple[Entry[K, V], ...]]:
+        """An edit of this version without the entries expired at ``now_us``, and those entries,
+        summarized: what a write removes (and reports) before anything else."""
+        edit = self._edit()
+        due = _expiry.due(self._deadlines, now_us) if self._deadlines else None  # most memories have no ttl
         if not due:
-            return entries, order, deadlines, ()
+            return edit, ()
         gone = []
-        for expires_us, seq, key in due:
-            entry = entries[key]
-            deadlines = deadlines.delete((expires_us, seq))
-            entries = entries.delete(key)
-            if order is not None:
-                order = order.remove(entry)
+        for _, _, key in due:
+            entry = edit.entries[key]
+            edit.remove(entry)
             gone.append(self._summarized(entry))
-        return entries, order, deadlines, tuple(gone)
+        return edit, tuple(gone)
 
     def _unchanged(self) -> Memory[K, V]:
         """What an operation that changes nothing returns: this memory, reporting no eviction.
@@ -791,7 +740,7 @@ class Memory(_Version[K, V]):
         ``self`` itself unless it reports what the operation that made it removed
         (a version must never report another operation's evictions again).
         """
-        return self if not self.evicted else self._version(self._entries, order=self._order)
+        return self if not self._evicted else self._version(self._edit())
 
     def _published(self, new: Memory[K, V]) -> Memory[K, V]:
         """``new``, once ``on_evict`` has been told what the operation that made it evicted.
@@ -817,7 +766,8 @@ class Memory(_Version[K, V]):
         deadline_us: float | None,
     ) -> Memory[K, V]:
         """One put, with its options checked and the clock read; ``on_evict`` not yet told."""
-        entries, order, deadlines, gone = self._unexpired(now_us)
+        edit, gone = self._unexpired(now_us)
+        entries = edit.entries
         next_key = self._next_key
         if key is None:
             while next_key in entries:
@@ -830,37 +780,18 @@ class Memory(_Version[K, V]):
         )
         old = entries.get(key)
         if old is not None:
-            if order is not None:
-                order = order.swap(old, entry)
-            if type(old.key) is type(key):
-                entries = entries.replace(key, entry)
-            else:  # an equal key of another type (1 and True): the map keeps the new one
-                entries = entries.delete(old.key).add(key, entry)
-            if deadlines or expires is not None:
-                deadlines = _expiry.added(_expiry.removed(deadlines, old), entry)
+            edit.replace(old, entry)
         else:
             if len(entries) >= self._config.max_entries:
-                victim = self._victim(entries, order, now, now_us)
-                if order is not None:
-                    order = order.remove(victim)
-                deadlines = _expiry.removed(deadlines, victim)
-                entries = entries.delete(victim.key)
+                victim = self._victim(edit, now, now_us)
+                edit.remove(victim)
                 gone = (*gone, self._summarized(victim))
-            entries = entries.add(key, entry)
-            if order is not None:
-                order = order.add(entry)
-            if expires is not None:
-                deadlines = _expiry.added(deadlines, entry)
-        return self._version(entries, now, now_us, next_key, seq + 1, order, deadlines, gone)
+            edit.add(entry)
+        return self._version(edit, now, now_us, next_key, seq + 1, gone)
 
-    def _victim(
-        self, entries: PersistentMap[K, Entry[K, V]], order: Order | None, now: datetime, now_us: float
-    ) -> Entry[K, V]:
+    def _victim(self, edit: Edit[K, V], now: datetime, now_us: float) -> Entry[K, V]:
         """The lowest-scored unpinned entry, which a new key at capacity evicts."""
-        if order is None:
-            victim = self._config.scorer.lowest(entries.to_list(), now, now_us)
-        else:
-            victim = order.lowest(self._score_fn(now, now_us), now_us)
+        victim = edit.ranking.lowest(edit.entries, self._config.scorer, now, now_us)
         if victim is None:
             raise MemoryFullError(
                 f"memory is full ({self._config.max_entries} entries) and every entry is pinned; "
@@ -893,11 +824,9 @@ class Memory(_Version[K, V]):
         new = rehearsed(entry, now, now_us, state)
         if changes:
             new = evolve(new, **changes)
-        entries, order, deadlines, gone = self._unexpired(now_us)
-        if order is not None:
-            order = order.swap(entry, new)
-        version = self._version(entries.replace(key, new), now, now_us, order=order, deadlines=deadlines, evicted=gone)
-        return self._published(version), new
+        edit, gone = self._unexpired(now_us)
+        edit.replace(entry, new)
+        return self._published(self._version(edit, now, now_us, evicted=gone)), new
 
     def get(self, key: K) -> tuple[Memory[K, V], Entry[K, V]]:
         """Rehearse and return the entry at ``key``: ``(new_memory, refreshed_entry)``.
@@ -932,12 +861,9 @@ class Memory(_Version[K, V]):
         if entry.pinned is pinned:
             return self._unchanged()
         new = evolve(entry, pinned=pinned)
-        entries, order, deadlines, gone = self._unexpired(now_us)
-        if order is not None:
-            order = order.swap(entry, new)
-        deadlines = _expiry.added(_expiry.removed(deadlines, entry), new)
-        version = self._version(entries.replace(key, new), now, now_us, order=order, deadlines=deadlines, evicted=gone)
-        return self._published(version)
+        edit, gone = self._unexpired(now_us)
+        edit.replace(entry, new)
+        return self._published(self._version(edit, now, now_us, evicted=gone))
 
     def pin(self, key: K) -> Memory[K, V]:
         """Pin the entry at ``key``: it scores 1.0 and is never evicted automatically.
@@ -967,15 +893,13 @@ class Memory(_Version[K, V]):
         entry = self._entries.get(key)
         if entry is None:
             return self._unchanged()
-        order = self._order
-        if order is not None:
-            order = order.remove(entry)
-        deadlines = _expiry.removed(self._deadlines, entry)
-        return self._version(self._entries.delete(key), order=order, deadlines=deadlines)
+        edit = self._edit()
+        edit.remove(entry)
+        return self._version(edit)
 
     def clear(self) -> Memory[K, V]:
         """Remove every entry; configuration and key generation carry on.  Nothing is reported."""
-        return self._version(EMPTY, order=self._config.ranking, deadlines=_expiry.NONE)
+        return self._version(Edit(EMPTY, self._config.ranking, _expiry.NONE))
 
     def summarize(self) -> Memory[K, V]:
         """Summarize every unpinned entry scoring below ``summarize_threshold``.
@@ -988,25 +912,19 @@ class Memory(_Version[K, V]):
             SummarizeError: ``summarize_fn`` raised (nothing changed).
         """
         now, now_us = self._now()
-        entries, order, deadlines, gone = self._unexpired(now_us)
+        edit, gone = self._unexpired(now_us)
         changed = bool(gone)
         if self._config.summarize_fn is not None:
             limit = self._config.summarize_threshold
-            if order is None:
-                candidates = [e for e in entries.to_list() if not e.pinned and not e.summarized]
-            else:
-                candidates = [e for e in order.below(limit, now_us) if not e.summarized]
+            candidates = [e for e in edit.ranking.below(edit.entries, limit, now_us) if not e.summarized]
             values = self._config.scorer.many(candidates, now, now_us)
             for entry, v in sorted(zip(candidates, values), key=lambda p: p[0].seq):
                 if clamp(v) < limit:
-                    new = self._summarized(entry)
-                    entries = entries.replace(entry.key, new)
-                    if order is not None:
-                        order = order.swap(entry, new)
+                    edit.replace(entry, self._summarized(entry))
                     changed = True
         if not changed:
             return self._unchanged()
-        return self._published(self._version(entries, now, now_us, order=order, deadlines=deadlines, evicted=gone))
+        return self._published(self._version(edit, now, now_us, evicted=gone))
 
     def evict(self) -> tuple[Memory[K, V], tuple[Entry[K, V], ...]]:
         """Summarize what is fading and remove what has faded.
@@ -1025,20 +943,17 @@ class Memory(_Version[K, V]):
         """
         now, now_us = self._now()
         entries = self._entries
-        order = self._order
         summarize_below = self._config.summarize_threshold if self._config.summarize_fn is not None else -1.0
         evict_below = self._config.eviction_threshold
-        if order is None:
-            candidates = [e for e in entries.to_list() if not e.pinned]
-        else:
-            candidates = order.below(max(summarize_below, evict_below), now_us)
-            due = _expiry.due(self._deadlines, now_us)
-            if due:  # past their deadline, whatever their key
-                seen = {e.seq for e in candidates}
-                candidates += [entries[key] for _, seq, key in due if seq not in seen]
+        candidates = self._ranking.below(entries, max(summarize_below, evict_below), now_us)
+        due = _expiry.due(self._deadlines, now_us) if self._deadlines else None
+        if due:  # past their deadline, whatever their score
+            seen = {e.seq for e in candidates}
+            candidates += [entries[key] for _, seq, key in due if seq not in seen]
         values = self._config.scorer.many(candidates, now, now_us)
-        evicted: list[Entry[K, V]] = []
-        changed: list[tuple[Entry[K, V], Entry[K, V]]] = []
+        evicted: list[Entry[K, V]] = []  # as held: what the edit removes
+        reported: list[Entry[K, V]] = []  # as summarized: what on_evict hears of
+        summarized: list[tuple[Entry[K, V], Entry[K, V]]] = []
         # Lowest first (the reverse of rank order), so summaries run in the order entries fade.
         for i in sorted(range(len(candidates)), key=lambda i: (values[i], candidates[i].seq)):
             entry, s = candidates[i], clamp(values[i])
@@ -1049,50 +964,17 @@ class Memory(_Version[K, V]):
             if (s < summarize_below or gone) and not entry.summarized:
                 entry = self._summarized(entry)
             if gone:
-                evicted.append(entry)
-                changed.append((old, entry))
+                evicted.append(old)
+                reported.append(entry)
             elif entry is not old:
-                changed.append((old, entry))
-        evicted.reverse()
-        out = tuple(evicted)
-        if not changed:
-            return self._unchanged(), out
-        entries, order, deadlines = self._rewritten(changed, {e.seq for e in out})
-        new = self._version(entries, now, now_us, order=order, deadlines=deadlines, evicted=out)
-        return self._published(new), out
-
-    def _rewritten(
-        self, changed: list[tuple[Entry[K, V], Entry[K, V]]], gone: set[int]
-    ) -> tuple[PersistentMap[K, Entry[K, V]], Order | None, Tree]:
-        """The map, index and deadlines with each ``(old, new)`` applied: ``new`` replaces
-        ``old``, or removes it when its seq is in ``gone``.  Many changes rebuild map and index
-        in bulk."""
-        deadlines = self._deadlines
-        if deadlines:
-            for old, _ in changed:
-                if old.seq in gone:
-                    deadlines = _expiry.removed(deadlines, old)
-        entries, order = self._entries, self._order
-        if 8 * len(changed) > len(entries):
-            kept = {e.key: e for e in entries.values()}
-            for old, new in changed:
-                if old.seq in gone:
-                    del kept[old.key]
-                else:
-                    kept[old.key] = new
-            if order is not None:
-                order = order.edited(gone, {old.seq: new for old, new in changed if old.seq not in gone}, [])
-            return EMPTY.update(kept), order, deadlines
-        for old, new in changed:
-            if old.seq in gone:
-                entries = entries.delete(old.key)
-                if order is not None:
-                    order = order.remove(old)
-            else:
-                entries = entries.replace(old.key, new)
-                if order is not None:
-                    order = order.swap(old, new)
-        return entries, order, deadlines
+                summarized.append((old, entry))
+        if not evicted and not summarized:
+            return self._unchanged(), ()
+        edit = self._edit()
+        edit.apply(evicted, summarized, [])
+        reported.reverse()
+        out = tuple(reported)
+        return self._published(self._version(edit, now, now_us, evicted=out)), out
 
     # -- forecasts --------------------------------------------------------
 
@@ -1206,15 +1088,10 @@ class Memory(_Version[K, V]):
         now, now_us = self._now()
         threshold = self._config.eviction_threshold
         best: float | None = None
-        order = self._order
-        soonest: Iterable[Entry[K, V]]
-        if order is None:
-            soonest = self._entries.values()
-        else:
-            soonest = order.soonest()
-            deadline = self._deadlines.first()
-            if deadline is not None:
-                soonest.append(self._entries[deadline[2]])
+        soonest = self._ranking.soonest(self._entries)
+        deadline = self._deadlines.first()
+        if deadline is not None:  # the first deadline, whatever its entry's score
+            soonest.append(self._entries[deadline[2]])
         for entry in soonest:
             crossing = self._crossing_us(entry, threshold, now, now_us, expiry=True)
             if crossing is not None and (best is None or crossing < best):
@@ -1278,7 +1155,7 @@ class Memory(_Version[K, V]):
         groups = [
             tuple(candidates[i] for i in sorted(g)) for g in find_groups(candidates, similarity, t, min_group)
         ]
-        entries, order, deadlines, gone = self._unexpired(now_us)
+        edit, gone = self._unexpired(now_us)
         if not groups and not gone:
             return self._unchanged(), []
         merge_states = getattr(self._config.decay_fn, "merge_states", None)
@@ -1292,20 +1169,13 @@ class Memory(_Version[K, V]):
             if merged.seq != replaced.seq:  # the merged entry takes the place of the one with its key
                 merged = evolve(merged, seq=replaced.seq)
             for e in group:
-                entries = entries.delete(e.key)
-                if order is not None:
-                    order = order.remove(e)
-                deadlines = _expiry.removed(deadlines, e)
-            entries = entries.add(merged.key, merged)
-            if order is not None:
-                order = order.add(merged)
-            deadlines = _expiry.added(deadlines, merged)
+                edit.remove(e)
+            edit.add(merged)
             # Time never runs behind an entry the memory holds.
             if merged.accessed_us > now_us:
                 now, now_us = merged.last_accessed_at, merged.accessed_us
         groups.sort(key=lambda g: g[0].seq)
-        new = self._version(entries, now, now_us, order=order, deadlines=deadlines, evicted=gone)
-        return self._published(new), groups
+        return self._published(self._version(edit, now, now_us, evicted=gone)), groups
 
     # -- protocol ---------------------------------------------------------
 
@@ -1508,31 +1378,6 @@ def _deadline(
     return from_us(deadline_us), deadline_us
 
 
-def _rank(
-    pinned: list[Entry[K, V]], entries: list[Entry[K, V]], values: list[float]
-) -> tuple[list[Entry[K, V]], list[float]]:
-    """``pinned`` (latest put first), then ``entries`` by rank value, equals latest put first;
-    and their scores."""
-    if len(pinned) > 1:
-        pinned = sorted(pinned, key=_SEQ, reverse=True)
-    order = sorted(range(len(entries)), key=values.__getitem__, reverse=True)
-    ranked = [entries[i] for i in order]
-    ranked_values = [values[i] for i in order]
-    # Runs of equal values (underflowed to 0.0, importance 0, expired, or true ties) go latest put first.
-    ties = list(compress(range(1, len(order)), map(eq, ranked_values, islice(ranked_values, 1, None))))
-    i = 0
-    while i < len(ties):
-        start = ties[i]
-        end = start
-        while i < len(ties) and ties[i] == end:
-            i += 1
-            end += 1
-        ranked[start - 1 : end] = sorted(ranked[start - 1 : end], key=_SEQ, reverse=True)
-    if ranked_values and (ranked_values[0] > 1.0 or not ranked_values[-1] > 0.0):  # sorted: the ends tell
-        ranked_values = [1.0 if v >= 1.0 else (v if v > 0.0 else 0.0) for v in ranked_values]
-    return pinned + ranked, [1.0] * len(pinned) + ranked_values
-
-
 def _no_awaitable(result: object, hook: str) -> None:
     """Refuse what an ``async def`` hook returns: lethe calls hooks synchronously."""
     if closed_if_awaitable(result):
@@ -1613,7 +1458,7 @@ _set_next_key = _d["_next_key"].__set__
 _set_next_seq = _d["_next_seq"].__set__
 _set_latest = _d["_latest"].__set__
 _set_latest_us = _d["_latest_us"].__set__
-_set_order = _d["_order"].__set__
+_set_ranking = _d["_ranking"].__set__
 _set_deadlines = _d["_deadlines"].__set__
 _set_evicted = _d["_evicted"].__set__
 del _d

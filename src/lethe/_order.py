@@ -31,12 +31,16 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from datetime import datetime
 from heapq import heappop, heappush
+from itertools import islice
 from typing import Any
 
 from lethe._btree import Tree
 from lethe._entry import Entry
+from lethe._map import PersistentMap
+from lethe._scoring import Scorer
 
 _INF = math.inf
 _LOWEST = (-_INF, -1)
@@ -50,7 +54,7 @@ _UNDERFLOW = -746.0
 # its product with importance, |computed - exact| <= (importance + 1) * _TINY.
 _TINY = 2.0**-1073
 
-ValueFn = Callable[[Entry[Any, Any]], float]
+Entries = PersistentMap[Any, Entry[Any, Any]]
 
 
 def _exp(x: float) -> float:
@@ -63,7 +67,8 @@ def _slack(c: float) -> float:
 
 
 class Order:
-    """An immutable ``(key, seq)`` index of a memory's entries."""
+    """The ranking strategy of a decay function with one rate for every entry: an immutable
+    ``(key, seq)`` index of a memory's entries (see ``_ranking.Ranking``)."""
 
     __slots__ = ("keys", "max_importance", "origin_us", "rate_us")
 
@@ -165,9 +170,10 @@ class Order:
     def _c(self, now_us: float) -> float:
         return (now_us - self.origin_us) * self.rate_us
 
-    def ranked(self, value: ValueFn, now_us: float, skip_expired: bool) -> Iterator[Entry[Any, Any]]:
+    def ranked(self, entries: Entries, scorer: Scorer, now: datetime, now_us: float) -> Iterator[Entry[Any, Any]]:
         """Entries in rank order, lazily: pinned first (latest put first), then
-        by rank value, equals latest put first; expired entries left out if ``skip_expired``."""
+        by rank value, equals latest put first; expired entries left out."""
+        unclamped = scorer.unclamped
         c = self._c(now_us)
         slack = _slack(c)
         noise = self._noise
@@ -180,14 +186,19 @@ class Order:
                 best_possible = _exp(k - c + slack) + noise  # no entry from here on ranks higher
                 while heap and -heap[0][0] > best_possible:
                     yield heappop(heap)[2]
-            if skip_expired and (deadline := entry.expires_us) is not None and now_us >= deadline:
+            if (deadline := entry.expires_us) is not None and now_us >= deadline:
                 continue
-            heappush(heap, (-value(entry), -seq, entry))
+            heappush(heap, (-unclamped(entry, now, now_us), -seq, entry))
         while heap:
             yield heappop(heap)[2]
 
-    def lowest(self, value: ValueFn, now_us: float) -> Entry[Any, Any] | None:
+    def top(self, entries: Entries, scorer: Scorer, n: int, now: datetime, now_us: float) -> list[Entry[Any, Any]]:
+        """The first ``n`` entries of :meth:`ranked`."""
+        return list(islice(self.ranked(entries, scorer, now, now_us), min(n, len(entries))))
+
+    def lowest(self, entries: Entries, scorer: Scorer, now: datetime, now_us: float) -> Entry[Any, Any] | None:
         """The unpinned entry ranking last (lowest rank value, then earliest put); None if all are pinned."""
+        unclamped = scorer.unclamped
         c = self._c(now_us)
         slack = _slack(c)
         best: tuple[float, float, Entry[Any, Any] | None] = (_INF, _INF, None)
@@ -203,12 +214,14 @@ class Order:
                 break
             if _exp(k - c - slack) - noise > best[0]:  # no entry from here on ranks lower
                 break
-            s = value(entry)
+            s = unclamped(entry, now, now_us)
             if s < best[0] or (s == best[0] and seq < best[1]):
                 best = (s, seq, entry)
         return best[2]
 
-    def at_least(self, limit: float, now_us: float) -> tuple[list[Entry[Any, Any]], list[Entry[Any, Any]]]:
+    def at_least(
+        self, entries: Entries, limit: float, now_us: float
+    ) -> tuple[list[Entry[Any, Any]], list[Entry[Any, Any]]]:
         """``(pinned, unpinned)``: the unpinned ones may score ``limit`` or more (a superset),
         each list by ``(key, seq)`` largest first."""
         bound = -_INF
@@ -218,11 +231,11 @@ class Order:
             bound = math.log(limit) + c - _slack(c)
         items = self.keys.at_least((bound, -1))
         i = bisect_left(items, _PINNED)
-        entries = [item[2] for item in reversed(items)]
+        found = [item[2] for item in reversed(items)]
         n = len(items) - i
-        return entries[:n], entries[n:]
+        return found[:n], found[n:]
 
-    def below(self, limit: float, now_us: float) -> list[Entry[Any, Any]]:
+    def below(self, entries: Entries, limit: float, now_us: float) -> list[Entry[Any, Any]]:
         """Unpinned entries that may score below ``limit`` (a superset; no order)."""
         found: dict[int, Entry[Any, Any]] = {}
         if limit > 0.0:
@@ -234,7 +247,7 @@ class Order:
                 found[seq] = entry
         return list(found.values())
 
-    def soonest(self) -> list[Entry[Any, Any]]:
+    def soonest(self, entries: Entries) -> list[Entry[Any, Any]]:
         """The unpinned entries that may fall below any threshold first: the lowest keys
         (within rounding of each other)."""
         out: list[Entry[Any, Any]] = []

@@ -1,0 +1,100 @@
+"""The one write path: a memory's map, ranking and deadlines, changed together.
+
+Every write of a :class:`~lethe.Memory` starts an :class:`Edit` of the
+version it is called on, makes its changes through it (never to one
+structure alone, so the three always describe the same entries), and builds
+the new version from what the edit holds.  The structures are persistent: an
+edit changes which ones it holds, never the ones the old version holds
+(pyrsistent's evolver, immutables' ``MapMutation``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic, TypeVar
+
+from lethe import _expiry
+from lethe._btree import Tree
+from lethe._entry import Entry
+from lethe._map import EMPTY, PersistentMap
+from lethe._ranking import Ranking
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+#: Changing more than one entry in this many rebuilds the map and ranking in one pass instead.
+_BULK = 8
+
+
+class Edit(Generic[K, V]):
+    """One operation's changes to a memory's contents (the map, the ranking and the deadlines)."""
+
+    __slots__ = ("deadlines", "entries", "ranking")
+
+    def __init__(self, entries: PersistentMap[K, Entry[K, V]], ranking: Ranking, deadlines: Tree) -> None:
+        self.entries = entries
+        self.ranking = ranking
+        self.deadlines = deadlines
+
+    def add(self, entry: Entry[K, V]) -> None:
+        """Add ``entry``, whose key is absent.  O(log n)."""
+        self.entries = self.entries.add(entry.key, entry)
+        self.ranking = self.ranking.add(entry)
+        if entry.expires_us is not None:
+            self.deadlines = _expiry.added(self.deadlines, entry)
+
+    def remove(self, entry: Entry[K, V]) -> None:
+        """Remove ``entry``, which the memory holds.  O(log n)."""
+        self.entries = self.entries.delete(entry.key)
+        self.ranking = self.ranking.remove(entry)
+        if entry.expires_us is not None:
+            self.deadlines = _expiry.removed(self.deadlines, entry)
+
+    def replace(self, old: Entry[K, V], new: Entry[K, V]) -> None:
+        """Put ``new`` in the place of ``old`` (an equal key).  O(log n)."""
+        if type(old.key) is type(new.key):
+            self.entries = self.entries.replace(new.key, new)
+        else:  # an equal key of another type (1 and True): the map keeps the new one
+            self.entries = self.entries.delete(old.key).add(new.key, new)
+        self.ranking = self.ranking.swap(old, new)
+        if old.expires_us is not None or new.expires_us is not None:
+            self.deadlines = _expiry.added(_expiry.removed(self.deadlines, old), new)
+
+    def apply(
+        self,
+        removed: list[Entry[K, V]],
+        replaced: list[tuple[Entry[K, V], Entry[K, V]]],
+        added: list[Entry[K, V]],
+    ) -> None:
+        """Many changes at once: remove ``removed``, put each ``(old, new)`` in place (the same
+        key and seq), add ``added`` (absent keys).  O(m log n) for m changes, or O(n + m log m)
+        when m is a sizeable fraction of the n entries: the map and ranking are rebuilt in bulk.
+        """
+        entries = self.entries
+        if _BULK * (len(removed) + len(replaced) + len(added)) <= len(entries):
+            for entry in removed:
+                self.remove(entry)
+            for old, new in replaced:
+                self.replace(old, new)
+            for entry in added:
+                self.add(entry)
+            return
+        kept: dict[Any, Entry[K, V]] = dict(entries.items())
+        for entry in removed:
+            del kept[entry.key]
+        for old, new in replaced:
+            kept[old.key] = new
+        for entry in added:
+            kept[entry.key] = entry
+        self.entries = EMPTY.update(kept)
+        self.ranking = self.ranking.edited(
+            {e.seq for e in removed}, {old.seq: new for old, new in replaced}, added
+        )
+        deadlines = self.deadlines
+        for entry in removed:
+            deadlines = _expiry.removed(deadlines, entry)
+        for old, new in replaced:
+            if old.expires_us is not None or new.expires_us is not None:
+                deadlines = _expiry.added(_expiry.removed(deadlines, old), new)
+        for entry in added:
+            deadlines = _expiry.added(deadlines, entry)
+        self.deadlines = deadlines
