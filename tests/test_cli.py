@@ -90,10 +90,13 @@ def test_inspect_json_scores_states_and_crossings(tmp_path: Path) -> None:
     assert old["state"] == "active"
     assert old["age_seconds"] == 7200.0
     assert old["access_count"] == 0
-    # 0.5 ** (h / 1h) = threshold  ->  h = log2(1 / threshold) hours after the put, 2h before AT.
-    assert old["summarize_in_seconds"] == pytest.approx(3600 * 2.7369655941662063 - 7200, abs=1.0)
-    assert old["evict_in_seconds"] == pytest.approx(3600 * 4.321928094887363 - 7200, abs=1.0)
-    assert old["evict_at"].startswith("2026-01-01T16:19")
+    # 0.5 ** (h / 1h) = threshold  ->  h = log2(1 / threshold) hours after the put, 2h before AT;
+    # the forecast is Memory.time_until, the first microsecond the computed score is strictly below.
+    assert old["summarize_in_seconds"] == pytest.approx(3600 * 2.7369655941662063 - 7200, abs=2e-6)
+    assert old["summarize_in_seconds"] == 2653.07614
+    assert old["evict_in_seconds"] == pytest.approx(3600 * 4.321928094887363 - 7200, abs=2e-6)
+    assert old["evict_in_seconds"] == 8358.941142
+    assert old["evict_at"] == "2026-01-01T16:19:18.941142+00:00"
     deploy = entries["deploy"]
     assert deploy["access_count"] == 1
     assert deploy["last_access_seconds_ago"] == 5400.0
@@ -567,8 +570,9 @@ def test_simulate_beyond_representable_time_is_a_clear_error(tmp_path: Path) -> 
     expect_error(run("simulate", path), f"{path}:2:", "t:")
 
 
-def test_inspect_forecasts_are_the_library_s(tmp_path: Path) -> None:
-    mem = build_memory(decay_fn="actr")
+@pytest.mark.parametrize("model", ["exponential", "actr", "power_law", "fsrs"])
+def test_inspect_forecasts_are_the_library_s(tmp_path: Path, model: str) -> None:
+    mem = build_memory(decay_fn=model)
     path = saved(tmp_path, mem.to_dict())
     at = datetime(2026, 1, 1, 14, 0, tzinfo=timezone.utc)
     restored = Memory.from_dict(mem.to_dict(), clock_fn=lambda: at)
@@ -586,12 +590,12 @@ def test_inspect_forecasts_are_the_library_s(tmp_path: Path) -> None:
 
 
 def test_simulate_help_and_docs_describe_the_log_format() -> None:
-    from lethe._cli import _EVENT_FIELDS, _OPS, SIMULATE_LOG_FORMAT
+    from lethe._cli._simulate import EVENT_FIELDS, OPS, SIMULATE_LOG_FORMAT
 
     help_text = run("simulate", "--help").stdout
     docs = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text()
     for text in (help_text, docs):
-        for name in (*_EVENT_FIELDS, *_OPS):
+        for name in (*EVENT_FIELDS, *OPS):
             assert f"{name}" in text, name
         assert "JSON" in text
         assert '{"t": ' in text
@@ -618,3 +622,63 @@ def test_inspect_counts_agree_with_the_rows_when_an_entry_has_expired(tmp_path: 
     assert doc["expired"] == doc["counts"]["expired"] == 1
     text = run("inspect", path, "--at", at).stdout
     assert f"{doc['size']}/10 entries (+1 expired, still in the file)" in text.splitlines()[0]
+
+
+@pytest.mark.parametrize("model", sorted(BUILTINS))
+def test_the_cli_crossing_is_memory_time_until(model: str) -> None:
+    from lethe import ManualClock
+    from lethe._cli import crossing
+
+    clock = ManualClock(T0)
+    mem: Memory[str, str] = Memory(max_entries=10, half_life=timedelta(hours=1), decay_fn=model, clock_fn=clock)
+    mem = mem.put("plain", key="plain")
+    mem = mem.put("important", key="important", importance=1.5)
+    mem = mem.put("pinned", key="pinned", pinned=True)
+    mem = mem.put("deadline", key="deadline", ttl=timedelta(hours=3))
+    clock.advance(timedelta(minutes=30))
+    mem, _ = mem.get("plain")
+    ms = timedelta(milliseconds=1)
+    checked = 0
+    for later in (timedelta(minutes=30), timedelta(hours=2), timedelta(hours=5), timedelta(days=3)):
+        at = clock.set(T0 + later)
+        for key in ("plain", "important", "pinned", "deadline"):
+            for threshold in (0.9, mem.summarize_threshold, mem.eviction_threshold, 1e-3):
+                got = crossing(mem, key, threshold, at)
+                if key not in mem:  # past its deadline: gone, no forecast to ask for
+                    assert got == 0.0
+                    continue
+                wait = mem.time_until(key, threshold)
+                assert got == (None if wait is None else wait.total_seconds()), (key, threshold, later)
+                if wait is None or not wait:
+                    continue
+                # To the millisecond the CLI prints (not to a bisection's half second):
+                # at or above the threshold a millisecond before, below it a millisecond after.
+                clock.set(at + wait - ms)
+                before = mem.score(key) if key in mem else 0.0
+                clock.set(at + wait + ms)
+                after = mem.score(key) if key in mem else 0.0
+                clock.set(at)
+                assert before >= threshold > after, (key, threshold, later, before, after)
+                checked += 1
+    assert checked >= 4  # some models level off above the lower thresholds
+
+
+def test_times_outside_the_range_of_datetime_in_utc_are_one_line_errors(tmp_path: Path) -> None:
+    path = saved(tmp_path, build_memory().to_dict())
+    expect_error(run("inspect", path, "--at", "9999-12-31T23:00:00-05:00"), "--at", "outside")
+    expect_error(run("inspect", path, "--at", "0001-01-01T00:00:00+05:00"), "--at", "outside")
+    log = write_log(tmp_path, [{"t": "9999-12-31T23:00:00-05:00", "op": "put", "value": 1}])
+    expect_error(run("simulate", log), f"{log}:1:", "t:", "outside")
+
+
+def test_the_cli_reads_time_from_the_library_s_manual_clock() -> None:
+    from lethe._cli import curve_points
+    from lethe.decay import Exponential
+
+    # A memory on a ManualClock, scored at 0, half the span and the span.
+    assert curve_points(Exponential(half_life=3600.0), 7200.0, 3) == pytest.approx([1.0, 0.5, 0.25])
+    src = Path(__file__).resolve().parent.parent / "src" / "lethe" / "_cli"
+    for module in src.glob("*.py"):
+        text = module.read_text(encoding="utf-8")
+        assert "def __call__" not in text, module.name  # no clock of its own
+        assert "bisect" not in text.lower(), module.name  # forecasts are Memory.time_until's

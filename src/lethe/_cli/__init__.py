@@ -1,0 +1,113 @@
+"""The ``lethe`` command line: ``python -m lethe [demo | curves | inspect | simulate]``.
+
+* ``demo`` (the default): a short demonstration with a simulated clock.
+* ``curves``: the built-in decay curves as a terminal chart.
+* ``inspect FILE.json``: a saved ``Memory.to_dict()`` as a table (or JSON).
+* ``simulate LOG.jsonl``: replay a log of operations through a model and a capacity.
+
+Bad input is reported in one line on stderr with exit status 2.
+
+This module holds the entry point (:func:`main`) and the argument parser;
+each command has a module of its own (``_demo``, ``_curves``, ``_inspect``,
+``_simulate``), beside the chart renderer (``_chart``), the text helpers
+(``_format``), the built-in models by name (``_models``) and the state labels
+(``_states``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from lethe._cli._curves import curve_points, curves
+from lethe._cli._demo import demo
+from lethe._cli._format import CLIError, Progress, format_duration, parse_duration, parse_time, write_json
+from lethe._cli._inspect import crossing, inspect
+from lethe._cli._simulate import SIMULATE_LOG_FORMAT, SimulationReport, print_simulation, simulate
+
+__all__ = [
+    "SIMULATE_LOG_FORMAT",
+    "CLIError",
+    "Progress",
+    "SimulationReport",
+    "build_parser",
+    "crossing",
+    "curve_points",
+    "curves",
+    "demo",
+    "format_duration",
+    "inspect",
+    "main",
+    "parse_duration",
+    "parse_time",
+    "simulate",
+]
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line on stderr (exit status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for ``python -m lethe``."""
+    parser = _ArgumentParser(prog="lethe", description="Immutable memory with decay.")
+    sub = parser.add_subparsers(dest="command", parser_class=_ArgumentParser)
+    sub.add_parser("demo", help="a short demonstration with a simulated clock (the default)")
+    c = sub.add_parser("curves", help="draw the decay curves of the built-in models")
+    c.add_argument("--model", action="append", metavar="NAME", help="a model to draw (repeatable; default: all)")
+    c.add_argument("--half-life", default="1h", help="half-life, e.g. 30s, 15m, 1h, 2d, 1w (default 1h)")
+    c.add_argument("--span", default="24h", help="time shown on the x axis (default 24h)")
+    i = sub.add_parser("inspect", help="show the entries of a saved Memory.to_dict() JSON file")
+    i.add_argument("file", metavar="FILE.json")
+    i.add_argument("--at", metavar="ISO-TIME", help="the moment to score at (default: now)")
+    i.add_argument("--top", type=int, metavar="N", help="show only the first N entries")
+    i.add_argument("--sort", choices=("score", "age", "key"), default="score")
+    i.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    i.add_argument(
+        "--model",
+        metavar="NAME",
+        help="score with this built-in model (built from the saved half_life) instead of the saved one; "
+        "needed for scores of a memory saved with a custom decay function",
+    )
+    s = sub.add_parser(
+        "simulate",
+        help="replay a JSON-lines log of operations",
+        description="Replay a JSON-lines log of operations through a decay model and a capacity,\n"
+        "and report what was kept, summarized and evicted.",
+        epilog=SIMULATE_LOG_FORMAT,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    s.add_argument("log", metavar="LOG.jsonl")
+    s.add_argument("--model", default="exponential", metavar="NAME", help="a built-in decay model")
+    s.add_argument("--half-life", default="1h")
+    s.add_argument("--capacity", type=int, default=100, metavar="N", help="max_entries (default 100)")
+    s.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command in (None, "demo"):
+            return demo()
+        if args.command == "curves":
+            return curves(args.model, args.half_life, args.span)
+        if args.command == "inspect":
+            return inspect(args.file, args.at, args.top, args.sort, args.json, model=args.model)
+        if args.command == "simulate":
+            report = simulate(args.log, args.model, args.half_life, args.capacity)
+            if args.json:
+                write_json(report.to_dict(), sys.stdout)
+            else:
+                print_simulation(report, sys.stdout)
+            return 0
+    except CLIError as exc:
+        sys.stderr.write(f"lethe {args.command}: error: {exc}\n")
+        return 2
+    return 2  # pragma: no cover - argparse rejects unknown commands first

@@ -1,0 +1,295 @@
+"""``lethe inspect FILE.json``: a saved ``Memory.to_dict()`` as a table (or JSON) at a chosen moment.
+
+Scores, states and forecasts are the library's own: ``Memory.scored``,
+``Memory.time_until`` (when an entry falls below a threshold) and
+``Memory.next_eviction``, read on a :class:`~lethe.ManualClock` set to ``--at``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any, TextIO
+
+from lethe import ClockWarning, Entry, ManualClock, Memory
+from lethe._cli._format import (
+    CLIError,
+    Progress,
+    format_duration,
+    json_type,
+    parse_time,
+    preview,
+    read_lines,
+    table,
+    write_json,
+)
+from lethe._cli._models import half_life_of
+from lethe._cli._states import count_text, counts, state
+from lethe.decay import BUILTINS
+
+
+def _unscored(entry: Entry[Any, Any], now: datetime) -> float:
+    """The stand-in for a saved custom decay function: ``inspect`` never scores with it."""
+    raise RuntimeError("scores are unavailable: the memory was saved with a custom decay function")
+
+
+@dataclass
+class Loaded:
+    """A memory read by ``lethe inspect``, and where its scores come from."""
+
+    memory: Any
+    scored: bool
+    scores: str
+    decay_fn: Any
+
+
+def load(path: str, clock: ManualClock, model: str | None = None) -> Loaded:
+    """The memory saved in ``path`` (CLIError with one line for every kind of bad file).
+
+    A memory saved with a custom decay function is loaded unscored unless
+    ``model`` names a built-in to score it with.
+    """
+    if model is not None and model not in BUILTINS:
+        raise CLIError(f"--model: unknown decay function {model!r}; choose one of {sorted(BUILTINS)}")
+    text = "".join(read_lines(path))
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise CLIError(f"{path}: not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise CLIError(f"{path}: expected a JSON object saved by Memory.to_dict(), got a JSON {json_type(data)}")
+    saved: Any = data.get("decay_fn")
+    custom = isinstance(saved, dict) and saved.get("name") == "custom"
+    saved_repr = f"a custom decay function ({saved.get('repr', '?')!s:.60})" if custom else "its saved decay function"
+    if model is not None:
+        decay_fn: Any = model
+        scores = f"scored with --model {model} (built from the saved half_life), not {saved_repr}"
+    elif custom:
+        decay_fn = _unscored
+        scores = f"unavailable: saved with {saved_repr}; pass --model NAME to score with a built-in model"
+    else:
+        decay_fn, scores = None, "scored with its saved decay function"
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ClockWarning)
+            mem = Memory.from_dict(data, clock_fn=clock, decay_fn=decay_fn)
+    except Exception as exc:
+        raise CLIError(f"{path}: not a saved memory: {exc}") from None
+    for warning in caught:
+        if issubclass(warning.category, ClockWarning):  # one plain line, not a Python warning
+            print(f"note: {path}: {warning.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    shown = saved if decay_fn is _unscored else getattr(mem.decay_fn, "to_dict", lambda: {"name": "?"})()
+    return Loaded(memory=mem, scored=decay_fn is not _unscored, scores=scores, decay_fn=shown)
+
+
+def crossing(mem: Memory[Any, Any], key: Any, threshold: float, at: datetime) -> float | None:
+    """Seconds after ``at`` (the memory's clock reading) when the entry first scores below ``threshold``.
+
+    ``Memory.time_until`` in seconds: exact, to the microsecond. 0.0 when it
+    already does (or is past its deadline: gone already); None when it never
+    will, or not before the largest representable time (``datetime.max``,
+    read in the zone of ``at``).
+    """
+    if key not in mem:  # past its deadline
+        return 0.0
+    try:
+        wait = mem.time_until(key, threshold)
+        if wait is not None:
+            _ = at + wait  # past datetime.max: OverflowError
+    except OverflowError:
+        return None
+    return None if wait is None else wait.total_seconds()
+
+
+def _next_eviction(mem: Memory[Any, Any]) -> datetime | None:
+    """``Memory.next_eviction()``, None when it lies beyond the representable time."""
+    try:
+        return mem.next_eviction()
+    except OverflowError:
+        return None
+
+
+@dataclass
+class Row:
+    """One entry of ``lethe inspect``; ``score`` and the forecasts are None when unavailable."""
+
+    key: Any
+    score: float | None
+    state: str
+    age: float
+    last_access: float
+    access_count: int
+    importance: float
+    preview: str
+    value: Any
+    summary: Any
+    summarize_in: float | None
+    evict_in: float | None
+
+
+def inspect_rows(
+    mem: Any, clock: ManualClock, at: datetime, sort: str = "score", top: int | None = None, scored: bool = True
+) -> tuple[list[Row], dict[str, int]]:
+    """The rows of ``lethe inspect`` for ``mem`` at ``at``, sorted and cut to ``top``, and every entry's state counts.
+
+    Without scores (``scored=False``) the ``score`` order is pinned first, then the latest put first.
+    """
+    clock.set(at)
+    pairs: list[tuple[Any, float | None]]
+    if scored:
+        pairs = list(mem.scored())
+    else:
+        keys = mem.keys()  # not iter(mem): that ranks by score
+        entries = sorted((mem.peek(k) for k in keys), key=lambda e: (e.pinned, e.seq), reverse=True)
+        pairs = [(e, None) for e in entries]
+    # Entries past their deadline are gone for every read, but the file still holds them
+    # (the next write would remove and report them): listed last, as expired.
+    gone = sorted((e for e in mem._entries.values() if e.key not in mem), key=lambda e: e.seq, reverse=True)
+    pairs += [(e, 0.0 if scored else None) for e in gone]
+    states = [state(entry, score, mem, at) for entry, score in pairs]
+    order = list(range(len(pairs)))
+    if sort == "age":
+        order.sort(key=lambda i: (pairs[i][0].inserted_at, pairs[i][0].seq))
+    elif sort == "key":
+        order.sort(key=lambda i: (type(pairs[i][0].key).__name__, str(pairs[i][0].key)))
+    if top is not None:
+        order = order[:top]
+    progress = Progress("inspect", len(order))
+    rows = []
+    try:
+        for n, i in enumerate(order):
+            progress.update(n)
+            entry, score = pairs[i]
+            rows.append(
+                Row(
+                    key=entry.key,
+                    score=score,
+                    state=states[i],
+                    age=(at - entry.inserted_at).total_seconds(),
+                    last_access=(at - entry.last_accessed_at).total_seconds(),
+                    access_count=entry.access_count,
+                    importance=entry.importance,
+                    preview=preview(entry.value),
+                    value=entry.value,
+                    summary=entry.summary,
+                    summarize_in=crossing(mem, entry.key, mem.summarize_threshold, at) if scored else None,
+                    evict_in=crossing(mem, entry.key, mem.eviction_threshold, at) if scored else None,
+                )
+            )
+    finally:
+        progress.done()
+    return rows, counts(states)
+
+
+def _when(after: float | None, scored: bool = True) -> str:
+    if not scored:
+        return "unavailable"
+    if after is None:
+        return "never"
+    if after == 0.0:
+        return "now"
+    return "in " + format_duration(after)
+
+
+def _iso(at: datetime, after: float | None) -> str | None:
+    return None if after is None else (at + timedelta(seconds=after)).isoformat()
+
+
+def inspect(
+    path: str,
+    at: str | None = None,
+    top: int | None = None,
+    sort: str = "score",
+    as_json: bool = False,
+    out: TextIO = sys.stdout,
+    model: str | None = None,
+) -> int:
+    """Print the entries of a saved memory with their scores, states, summaries and threshold crossings."""
+    moment = datetime.now(timezone.utc) if at is None else parse_time(at, "--at")
+    if top is not None and top < 0:
+        raise CLIError(f"--top: must be >= 0, got {top}")
+    clock = ManualClock(moment)
+    loaded = load(path, clock, model)
+    mem = loaded.memory
+    rows, by_state = inspect_rows(mem, clock, moment, sort, top, loaded.scored)
+    half_life = half_life_of(mem) if loaded.scored else None
+    upcoming = _next_eviction(mem) if loaded.scored else None
+    expired = by_state.get("expired", 0)  # gone for every read, still in the file
+    held = f"{len(mem)}/{mem.max_entries} entries" + (f" (+{expired} expired, still in the file)" if expired else "")
+    if as_json:
+        doc = {
+            "file": path,
+            "at": moment.isoformat(),
+            "size": len(mem),
+            "expired": expired,
+            "max_entries": mem.max_entries,
+            "decay_fn": loaded.decay_fn,
+            "scores": loaded.scores,
+            "half_life": half_life,
+            "summarize_threshold": mem.summarize_threshold,
+            "eviction_threshold": mem.eviction_threshold,
+            "next_eviction": None if upcoming is None else upcoming.isoformat(),
+            "counts": by_state,
+            "entries": [
+                {
+                    "key": r.key,
+                    "score": r.score,
+                    "state": r.state,
+                    "age_seconds": r.age,
+                    "last_access_seconds_ago": r.last_access,
+                    "access_count": r.access_count,
+                    "importance": r.importance,
+                    "preview": r.preview,
+                    "value": r.value,
+                    "summary": r.summary,
+                    "summarize_in_seconds": r.summarize_in,
+                    "summarize_at": _iso(moment, r.summarize_in),
+                    "evict_in_seconds": r.evict_in,
+                    "evict_at": _iso(moment, r.evict_in),
+                }
+                for r in rows
+            ],
+        }
+        write_json(doc, out)
+        return 0
+    w = out.write
+    if loaded.scored:
+        model_text = repr(mem.decay_fn)
+    else:
+        model_text = f"custom decay function {loaded.decay_fn.get('repr', '?')!s:.60}"
+    next_text = "unavailable" if not loaded.scored else "never" if upcoming is None else upcoming.isoformat()
+    w(
+        f"{path}: {held}, {model_text}, at {moment.isoformat()}\n"
+        f"scores: {loaded.scores}; "
+        + (f"half-life {format_duration(half_life)}\n" if half_life is not None else "no half-life\n")
+        + f"thresholds: summarize < {mem.summarize_threshold:g}, evict < {mem.eviction_threshold:g}; "
+        f"next eviction: {next_text}\n"
+        f"states: {count_text(by_state)}\n\n"
+    )
+    header = ("key", "score", "state", "age", "accessed", "n", "imp", "summarize", "evict", "value", "summary")
+    cells = [
+        (
+            preview(r.key, 14),
+            "n/a" if r.score is None else f"{r.score:.3f}",
+            r.state,
+            format_duration(r.age),
+            format_duration(r.last_access) + " ago",
+            str(r.access_count),
+            f"{r.importance:g}",
+            _when(r.summarize_in, loaded.scored),
+            _when(r.evict_in, loaded.scored),
+            r.preview,
+            "-" if r.summary is None else preview(r.summary, 40),
+        )
+        for r in rows
+    ]
+    for line in table(header, cells):
+        w(line + "\n")
+    if not rows:
+        w("(no entries)\n")
+    return 0
