@@ -139,6 +139,8 @@ class PersistentMap(Generic[K, V]):
     def __len__(self) -> int:
         return self._len
 
+    # __getitem__, get and __contains__ walk the trie the same way, written out three times on
+    # purpose: they are the hottest reads of a memory, and a shared helper costs a call each.
     def __getitem__(self, key: K) -> V:
         node = self._root
         h = hash(key)

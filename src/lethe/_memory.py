@@ -174,6 +174,36 @@ class Memory(_Version[K, V]):
     never mutate one after putting it: a change would show in every version
     that holds it.
 
+    The methods by category, with their cost for n entries.  "Indexed" means a
+    decay function that declares one ``decay_rate`` for every entry
+    (``Exponential``): the memory then keeps its ranking in an index, chosen
+    once when the memory is built; other decay functions score every entry.
+
+    | Reads (one clock reading each) | Cost |
+    | --- | --- |
+    | ``len(mem)``, ``key in mem``, :meth:`peek`, :meth:`score` | O(1), O(log n) |
+    | :meth:`keys` | O(1) for the view, O(log n) per lookup |
+    | :meth:`top`, :meth:`top_scored`, the first k of ``iter(mem)`` | indexed O(k log n); else O(n + k log n) |
+    | :meth:`above`, :meth:`active`, :meth:`active_count` | indexed O(log n + m) for m found; else O(n + m log m) |
+    | :meth:`scored`, :meth:`score_map`, :meth:`stats`, :meth:`filter` | O(n log n) |
+    | :meth:`pinned_count` | O(n) |
+    | :meth:`time_until` | O(1) with a closed form, else a bisection of O(log horizon) scores |
+    | :meth:`next_eviction` | indexed O(log n); else O(n) |
+
+    | Writes (each returns a new memory) | Cost |
+    | --- | --- |
+    | :meth:`put` | O(log n); a new key at capacity: indexed O(log n), else O(n) |
+    | :meth:`put_many` | O(m log n) for m pairs, O(n + m log m) in bulk |
+    | :meth:`get`, :meth:`touch`, :meth:`update`, :meth:`pin`, :meth:`unpin`, :meth:`delete` | O(log n) |
+    | :meth:`summarize`, :meth:`evict` | indexed O(log n + m) for m affected; else O(n) |
+    | :meth:`consolidate` | O(n log n) plus the grouping |
+    | :meth:`clear` | O(1) |
+    | :meth:`configure` (``copy.replace``, ``dataclasses.replace``) | O(n log n): the ranking is rebuilt |
+
+    | Saving and loading | Cost |
+    | --- | --- |
+    | :meth:`to_dict`, :meth:`from_dict`, ``pickle`` | O(n log n) |
+
     Args:
         max_entries: Capacity (a positive int).  A new key at capacity evicts the
             lowest-scored unpinned entry (summarized first, reported to ``on_evict``).
@@ -535,6 +565,7 @@ class Memory(_Version[K, V]):
     # -- writes -----------------------------------------------------------
 
     # Without a key an int key is generated: only a memory whose keys may be ints takes none.
+    # (The overloads repeat put's signature on purpose: mypy needs each one whole.)
     @overload
     def put(
         self: Memory[int, V],
@@ -1215,7 +1246,7 @@ class Memory(_Version[K, V]):
           access times, FSRS's stability and difficulty): the access count and
           the last access carry over, and the new function starts from them.
 
-        Runtime complexity: O(n) to rebuild the index (and reset states).
+        Runtime complexity: O(n log n) to rebuild the ranking (and reset states).
 
         Raises:
             TypeError: an unknown field (named), or a bad hook.
@@ -1450,6 +1481,8 @@ class _EntryMapping(Mapping[Any, Entry[Any, Any]]):
 for _name in FIELDS:
     setattr(Memory, _name, _Setting(_name, getattr(Memory, _name)))
 
+# Building versions on the hot path, as _entry builds entries (the same pattern on purpose):
+# object.__new__ plus the slots' own setters, without __init__ or __post_init__.
 _new = object.__new__
 _d = _Version.__dict__
 _set_config = _d["_config"].__set__
