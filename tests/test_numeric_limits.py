@@ -90,7 +90,17 @@ def test_a_clock_near_year_9999_can_put_score_and_use_a_short_ttl() -> None:
     mem: Memory[Any, Any] = Memory(clock_fn=clock).put("v", key="k").put("w", key="t", ttl=0.5)
     assert mem.score("k") == 1.0
     assert mem.peek("t").expires_at is not None
-    assert mem.next_eviction() == mem.peek("t").expires_at
+    expires = mem.peek("t").expires_at
+    when = mem.next_eviction()
+    # Past 2**53 µs a clock reading is a float (32 µs apart here): the memory sees the entry
+    # expired from the first microsecond that reads as its deadline, up to 16 µs before it.
+    assert when is not None
+    assert expires - timedelta(microseconds=16) <= when <= expires
+    clock.t = when
+    assert [e.key for e in mem.evict()[1]] == ["t"]
+    clock.t = when - timedelta(microseconds=1)
+    assert mem.evict()[1] == ()
+    clock.t = NEAR_MAX
     with pytest.raises(ValueError, match="ttl"):
         mem.put("x", ttl=10)  # its deadline would be past datetime.max
     mem, _ = mem.get("k")

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from operator import attrgetter
 from typing import Any, Generic, TypeVar, overload
 
-from lethe import _expiry
+from lethe import _expiry, _forecast
 from lethe._btree import Tree
 from lethe._clock import MAX_US, UTC, from_us, seconds, to_us, to_utc, utc_now
 from lethe._config import FIELDS, ONE_HOUR, Config, build, check_hook
@@ -1009,67 +1009,6 @@ class Memory(_Version[K, V]):
 
     # -- forecasts --------------------------------------------------------
 
-    def _crossing_us(
-        self, entry: Entry[K, V], threshold: float, now: datetime, now_us: float, *, expiry: bool
-    ) -> float | None:
-        """The moment (µs) the entry's score first drops below ``threshold``; None for never.
-
-        With ``expiry``, the entry's deadline counts as a crossing too (an expired
-        entry is evicted whatever the threshold).
-        """
-        if entry.pinned:
-            return None
-        if self._config.scorer.one(entry, now, now_us) < threshold:
-            return now_us
-        crossing = self._decay_crossing_us(entry, threshold, now_us)
-        deadline = entry.expires_us
-        if expiry and deadline is not None:
-            crossing = max(now_us, deadline if crossing is None else min(crossing, deadline))
-        return crossing
-
-    def _decay_crossing_us(self, entry: Entry[K, V], threshold: float, now_us: float) -> float | None:
-        scorer = self._config.scorer
-        if threshold <= 0.0:
-            return None
-        closed = getattr(scorer.fn, "time_until", None)
-        if callable(closed) and scorer.multiply and scorer.is_builtin:
-            if entry.importance == 0.0:
-                return now_us
-            secs: float | None = closed(entry, threshold / entry.importance)
-            if secs is None:
-                return None
-            at = entry.accessed_us + max(secs, 0.0) * 1e6
-            if not at < MAX_US:  # past datetime.max (or too far to compute): no representable moment
-                return None
-            # The first whole microsecond strictly past the crossing: the score is below there,
-            # so an evict() scheduled for that moment removes the entry.
-            return max(now_us, math.floor(at) + 1.0)
-
-        def below(t_us: float) -> bool:
-            return scorer.one(entry, from_us(t_us), t_us) < threshold
-
-        # Scores never rise without a rehearsal: find a moment below, then bisect
-        # (within a thousand years, and no later than datetime.max).
-        step = 1e6
-        horizon = min(now_us + 1e6 * 86_400 * 365 * 1000, MAX_US)
-        low, high = now_us, min(now_us + step, horizon)
-        if not high > low:
-            return None
-        while not below(high):
-            if high >= horizon:
-                return None
-            low, step = high, step * 4
-            high = min(now_us + step, horizon)
-        while high - low > 1.0:
-            mid = math.floor((low + high) / 2)
-            if not low < mid < high:
-                break  # past 2**53 µs (year 2255) floats are coarser than a microsecond
-            if below(mid):
-                high = mid
-            else:
-                low = mid
-        return high
-
     def time_until(self, key: K, threshold: float) -> timedelta | None:
         """How long until the entry's score drops below ``threshold`` without a rehearsal.
 
@@ -1099,10 +1038,7 @@ class Memory(_Version[K, V]):
         now, now_us = self._now()
         entry = self._live(key, now_us)
         # At threshold 0 nothing ever drops below, deadline or not.
-        crossing = self._crossing_us(entry, t, now, now_us, expiry=t > 0.0)
-        if crossing is None or not crossing <= MAX_US:
-            return None
-        return timedelta(microseconds=round(crossing - now_us))
+        return _forecast.time_until(self._config.scorer, entry, t, now, now_us)
 
     def next_eviction(self) -> datetime | None:
         """The earliest moment an unpinned entry falls below ``eviction_threshold`` (or expires).
@@ -1118,20 +1054,11 @@ class Memory(_Version[K, V]):
         """
         now, now_us = self._now()
         threshold = self._config.eviction_threshold
-        best: float | None = None
         soonest = self._ranking.soonest(self._entries)
         deadline = self._deadlines.first()
         if deadline is not None:  # the first deadline, whatever its entry's score
             soonest.append(self._entries[deadline[2]])
-        for entry in soonest:
-            crossing = self._crossing_us(entry, threshold, now, now_us, expiry=True)
-            if crossing is not None and (best is None or crossing < best):
-                best = crossing
-                if best <= now_us:
-                    break
-        if best is None or not best <= MAX_US:
-            return None
-        return now if best <= now_us else from_us(best)
+        return _forecast.next_eviction(self._config.scorer, soonest, threshold, now, now_us)
 
     def consolidate(
         self,
