@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar, overload
 
 from lethe import _expiry
 from lethe._btree import Tree
-from lethe._clock import MAX_US, UTC, from_us, seconds, to_us, to_utc, utc_now
+from lethe._clock import MAX_US, UTC, from_us, to_us, to_utc, utc_now
 from lethe._consolidate import find_groups, jaccard_words, merge_group
 from lethe._entry import (
     Entry,
@@ -30,7 +30,8 @@ from lethe._hooks import closed_if_awaitable
 from lethe._map import EMPTY, PersistentMap
 from lethe._order import Order
 from lethe._reprs import short_repr
-from lethe._scoring import Scorer, check_call, clamp, make_scorer
+from lethe._scoring import Scorer, clamp, make_scorer
+from lethe._validate import duration, flag, hook, integer, unit
 from lethe.decay._protocol import DecayCallable, DecayFunction
 from lethe.decay._registry import BUILTINS, by_name
 
@@ -43,6 +44,7 @@ ClockFn = Callable[[], datetime]
 
 _SEQ = attrgetter("seq")
 _MAX_ENTRIES = 2**63 - 1  # what any store can count
+_SCORE_RANGE = "between 0 and 1 (scores never leave that range)"
 _INSERTED_US = attrgetter("inserted_us")
 _NEVER = -math.inf
 
@@ -68,28 +70,6 @@ class Stats:
     newest_entry: datetime | None
     mean_score: float | None
     median_score: float | None
-
-
-def _check_threshold(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number between 0 and 1, got {type(value).__name__}")
-    try:
-        f = float(value)
-    except OverflowError:
-        raise ValueError(f"{name} must be between 0 and 1, got a huge int") from None
-    if not 0.0 <= f <= 1.0:
-        raise ValueError(f"{name} must be between 0 and 1, got {short_repr(value)}")
-    return f
-
-
-def _check_hook(value: object, name: str, args: int | None = None, shape: str = "") -> None:
-    """Refuse a hook that is not callable or is ``async``; with ``args``, one that cannot
-    take that many positional arguments (``shape`` shows them in the message)."""
-    if value is None:
-        return
-    if not callable(value):
-        raise TypeError(f"{name} must be callable or None, got {type(value).__name__}")
-    check_call(value, name, args, shape)
 
 
 class _DefaultHalfLife(timedelta):
@@ -136,11 +116,9 @@ _FRESH = Entry(key=0, value=None, inserted_at=from_us(0.0), last_accessed_at=fro
 def _declared_half_life(fn: object) -> float | None:
     """The ``half_life`` a custom decay function declares (seconds or a ``timedelta``), if any."""
     declared = getattr(fn, "half_life", None)
-    if declared is None or isinstance(declared, bool) or not isinstance(declared, (int, float, timedelta)):
-        return None
     try:
-        return seconds(declared, "decay_fn.half_life")
-    except ValueError:
+        return duration(declared, "decay_fn.half_life")
+    except (TypeError, ValueError):
         return None
 
 
@@ -293,30 +271,32 @@ class Memory(Generic[K, V]):
             source = _source
         elif _source is not _THIS_MEMORY:
             raise TypeError(f"_source must be a Memory, got {type(_source).__name__}")
-        max_entries = self.max_entries
-        if isinstance(max_entries, bool) or not isinstance(max_entries, int):
-            raise TypeError(f"max_entries must be a positive int, got {type(max_entries).__name__}")
-        if max_entries < 1:
-            raise ValueError(f"max_entries must be a positive int, got {short_repr(max_entries)}")
-        if max_entries > _MAX_ENTRIES:
-            raise ValueError(f"max_entries must be at most 2**63 - 1, got {short_repr(max_entries)}")
+        max_entries = integer(
+            self.max_entries,
+            "max_entries",
+            low=1,
+            high=_MAX_ENTRIES,
+            kind="a positive int",
+            low_text="a positive int",
+            high_text="2**63 - 1",
+        )
         # Entries past their deadline count until a write removes (and reports) them.
         if source is not None and (held := len(source._entries)) > max_entries:
             # Evicting here would run summarize_fn and on_evict behind the caller's back.
             raise ValueError(f"max_entries={max_entries} is below the size ({held}); evict first")
-        half_life = seconds(self.half_life, "half_life")
+        half_life = duration(self.half_life, "half_life")
         # A half-life the caller did not choose (the default, or the one carried over) yields
         # to the decay function's own; so does one a name was built with ("fsrs" ignores it).
         chosen = type(self.half_life) is not _DefaultHalfLife
-        eviction = _check_threshold(self.eviction_threshold, "eviction_threshold")
-        summarize = _check_threshold(self.summarize_threshold, "summarize_threshold")
+        eviction = unit(self.eviction_threshold, "eviction_threshold", kind="a number between 0 and 1")
+        summarize = unit(self.summarize_threshold, "summarize_threshold", kind="a number between 0 and 1")
         if summarize < eviction:
             raise ValueError(
                 f"summarize_threshold ({summarize}) must be >= eviction_threshold ({eviction})"
             )
-        _check_hook(self.summarize_fn, "summarize_fn", 1, "(entry)")
-        _check_hook(self.on_evict, "on_evict", 1, "(entries)")
-        _check_hook(self.clock_fn, "clock_fn", 0, "()")
+        hook(self.summarize_fn, "summarize_fn", 1, "(entry)")
+        hook(self.on_evict, "on_evict", 1, "(entries)")
+        hook(self.clock_fn, "clock_fn", 0, "()")
         decay_fn: Any = self.decay_fn
         if source is not None and half_life == source.half_life:
             chosen = False
@@ -518,7 +498,7 @@ class Memory(Generic[K, V]):
         function (see :meth:`top`): only entries that can reach ``threshold``
         are scored, and they arrive nearly sorted; otherwise O(n + m log m).
         """
-        t = _check_unit(threshold, "threshold")
+        t = unit(threshold, "threshold", expected=_SCORE_RANGE)
         now, now_us = self._now()
         order = self._order
         if order is None:
@@ -574,10 +554,7 @@ class Memory(Generic[K, V]):
         return [(e, one(e, now, now_us)) for e in self._top(n, now, now_us)]
 
     def _top(self, n: int, now: datetime, now_us: float) -> list[Entry[K, V]]:
-        if isinstance(n, bool) or not isinstance(n, int):
-            raise TypeError(f"n must be an int, got {type(n).__name__}")
-        if n < 0:
-            raise ValueError(f"n must be >= 0, got {short_repr(n)}")
+        integer(n, "n", low=0)
         order = self._order
         if order is not None:
             ranked = order.ranked(self._score_fn(now, now_us), now_us, True)
@@ -594,8 +571,7 @@ class Memory(Generic[K, V]):
 
     def filter(self, predicate: Callable[[Entry[K, V]], object]) -> list[Entry[K, V]]:
         """Entries for which ``predicate(entry)`` is true, highest score first."""
-        if not callable(predicate):
-            raise TypeError(f"predicate must be callable, got {type(predicate).__name__}")
+        hook(predicate, "predicate", optional=False)
         return [e for e in self if predicate(e)]
 
     def active_count(self) -> int:
@@ -1258,7 +1234,7 @@ class Memory(Generic[K, V]):
         >>> mem.put("v", key="k").time_until("k", 0.25)  # 0.25 after 2 h; below it 1 µs later
         datetime.timedelta(seconds=7200, microseconds=1)
         """
-        t = _check_unit(threshold, "threshold")
+        t = unit(threshold, "threshold", expected=_SCORE_RANGE)
         now, now_us = self._now()
         entry = self._live(key, now_us)
         # At threshold 0 nothing ever drops below, deadline or not.
@@ -1338,16 +1314,10 @@ class Memory(Generic[K, V]):
         >>> len(merged), [e.key for e in groups[0]], merged.peek("b").metadata["consolidated_from"]
         (1, ['b', 'a'], ['a'])
         """
-        t = _check_number(threshold, "threshold")
-        if not 0.0 <= t <= 1.0:
-            raise ValueError(f"threshold must be between 0 and 1, got {threshold!r}")
-        if isinstance(min_group, bool) or not isinstance(min_group, int):
-            raise TypeError(f"min_group must be an int, got {type(min_group).__name__}")
-        if min_group < 2:
-            raise ValueError(f"min_group must be >= 2, got {min_group!r}")
-        if not callable(similarity):
-            raise TypeError(f"similarity must be callable, got {type(similarity).__name__}")
-        _check_hook(merge, "merge")
+        t = unit(threshold, "threshold")
+        integer(min_group, "min_group", low=2)
+        hook(similarity, "similarity", optional=False)
+        hook(merge, "merge")
         now, now_us = self._now()
         ranked, _scores = self._ranked(now, now_us)
         candidates = [e for e in ranked if not e.pinned]
@@ -1577,14 +1547,13 @@ def _put_options(
 ) -> tuple[float, Any, float | None, float | None]:
     """Check :meth:`Memory.put`'s options: ``(importance, metadata, ttl_us, deadline_us)``."""
     imp = check_importance(importance)
-    if not isinstance(pinned, bool):
-        raise TypeError(f"pinned must be a bool, got {type(pinned).__name__}")
+    flag(pinned, "pinned")
     meta = freeze_metadata(metadata)
     if ttl is not None and expires_at is not None:
         raise ValueError("pass ttl or expires_at, not both")
     if pinned and (ttl is not None or expires_at is not None):
         raise ValueError("ttl/expires_at: a pinned entry cannot expire; pin it after putting it instead")
-    ttl_us = None if ttl is None else seconds(ttl, "ttl") * 1e6
+    ttl_us = None if ttl is None else duration(ttl, "ttl") * 1e6
     deadline_us = None if expires_at is None else to_us(expires_at, "expires_at")
     return imp, meta, ttl_us, deadline_us
 
@@ -1659,26 +1628,6 @@ def _as_utc(moment: datetime) -> datetime:
         return moment if moment.tzinfo is UTC else moment.astimezone(UTC)
     except OverflowError:
         return moment
-
-
-def _check_unit(value: object, name: str) -> float:
-    """``value`` as a float between 0 and 1 (a threshold on scores), else ValueError/TypeError naming ``name``."""
-    f = _check_number(value, name)
-    if not 0.0 <= f <= 1.0:
-        raise ValueError(f"{name} must be between 0 and 1 (scores never leave that range), got {short_repr(value)}")
-    return f
-
-
-def _check_number(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    try:
-        f = float(value)
-    except OverflowError:
-        raise ValueError(f"{name} must be a finite number, got a huge int") from None
-    if f != f:
-        raise ValueError(f"{name} must not be NaN")
-    return f
 
 
 class _EntryMapping(Mapping[Any, Entry[Any, Any]]):

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
 from lethe._entry import Entry
-from lethe.decay._protocol import checked_score, is_async, is_builtin
+from lethe._validate import check_call, finite_float
+from lethe.decay._protocol import checked_score, is_builtin
 from lethe.decay._registry import by_name
 
 _INF = math.inf
@@ -44,8 +44,9 @@ class Scorer:
         # One rate for every entry: the ranking never changes, so the memory can index it.
         self.rate_us = None
         declared = self.multiply and _rate_covers_score(fn)
-        if declared and isinstance(rate, (int, float)) and not isinstance(rate, bool) and 0.0 < rate < _INF:
-            self.rate_us = float(rate) / 1e6
+        rate = finite_float(rate)
+        if declared and rate is not None and rate > 0.0:
+            self.rate_us = rate / 1e6
         if fast is not None and self.is_builtin:
             self._raw = fast
             self._checked = None
@@ -167,26 +168,3 @@ def make_scorer(decay_fn: object, half_life: float | timedelta) -> Scorer:
     if callable(rehearse):
         check_call(rehearse, "decay_fn.rehearse", 2, "(entry, now)")
     return Scorer(decay_fn)
-
-
-def check_call(fn: object, name: str, args: int | None, shape: str) -> None:
-    """Refuse a hook the memory could not call: ``async``, or unable to take ``args`` positional arguments.
-
-    Callables without an introspectable signature (some built-ins) are accepted;
-    ``args=None`` checks only that ``fn`` is not ``async``.
-
-    Raises:
-        TypeError: naming ``name`` and the expected ``shape``, e.g. ``"(entry, now)"``.
-    """
-    if is_async(fn):
-        raise TypeError(f"{name} must be a plain callable {shape}, not async: the memory uses its result directly")
-    if args is None:
-        return
-    try:
-        signature = inspect.signature(fn)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return
-    try:
-        signature.bind(*range(args))
-    except TypeError:
-        raise TypeError(f"{name} must accept {shape}; its signature is {str(signature)[:80]}") from None

@@ -16,11 +16,12 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from lethe._clock import seconds, to_us, utc_now
+from lethe._clock import to_us, utc_now
 from lethe._entry import Entry, check_importance, evolve, freeze_metadata, make_entry
 from lethe._errors import ClockWarning
 from lethe._map import EMPTY, PersistentMap
 from lethe._reprs import short_repr as _short
+from lethe._validate import duration, is_int
 from lethe.decay import _registry
 from lethe.decay._classic import ACTR
 from lethe.decay._combinators import Blend, ByMetadata, ChildStates, Picked, Product
@@ -185,7 +186,7 @@ def _exact(data: Mapping[str, Any], fields: frozenset[str], where: str) -> None:
 
 def _int(value: Any, where: str, high: int | None = None) -> int:
     """``value`` as an int >= 0 (and <= ``high``), else ValueError naming ``where``."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_int(value):
         raise ValueError(f"{where}: expected an int >= 0, got {_short(value)}")
     if value < 0 or (high is not None and value > high):
         bound = "an int >= 0" if high is None else f"an int between 0 and 2**{high.bit_length() - 1}"
@@ -390,7 +391,7 @@ def memory_from_dict(
     # imposed on it (older documents saved 1 h beside FSRS, say): for a custom function it
     # stays the half-life names are built with later.
     try:
-        saved_half_life = seconds(config.pop("half_life"), "half_life")
+        saved_half_life = duration(config.pop("half_life"), "half_life")
     except (TypeError, ValueError) as exc:
         raise ValueError(f"configuration: {exc}") from None
     if not is_builtin(decay_fn):

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
-from lethe._clock import seconds, to_us
+from lethe._clock import to_us
 from lethe._entry import Entry
 from lethe._reprs import short_repr
-from lethe.decay._protocol import finite_in, finite_positive
+from lethe._validate import duration, finite_float, integer, number
 
 __all__ = ["ACTR", "AccessWeighted", "Exponential"]
 
@@ -47,7 +47,7 @@ class Exponential:
     _half_life_us: float
 
     def __init__(self, half_life: timedelta | float = _HOUR) -> None:
-        secs = seconds(half_life, "half_life")
+        secs = duration(half_life, "half_life")
         object.__setattr__(self, "half_life", secs)
         object.__setattr__(self, "_half_life_us", secs * 1e6)
 
@@ -118,9 +118,9 @@ class AccessWeighted:
     _half_life_us: float
 
     def __init__(self, half_life: timedelta | float = _HOUR, boost: float = 1.0) -> None:
-        secs = seconds(half_life, "half_life")
+        secs = duration(half_life, "half_life")
         object.__setattr__(self, "half_life", secs)
-        object.__setattr__(self, "boost", finite_in(boost, "boost", 0.0, 1e6))
+        object.__setattr__(self, "boost", number(boost, "boost", low=0.0, high=1e6))
         object.__setattr__(self, "_half_life_us", secs * 1e6)
 
     def effective_half_life(self, access_count: int) -> float:
@@ -206,14 +206,12 @@ class ACTR:
         threshold: float | None = None,
         history: int = 10,
     ) -> None:
-        secs = seconds(half_life, "half_life")
-        d = finite_in(decay, "decay", 0.0, 1.0)
-        if d in (0.0, 1.0):
-            raise ValueError(f"decay must be strictly between 0 and 1, got {short_repr(decay)}")
-        s = finite_positive(noise, "noise")
-        given = None if threshold is None else finite_in(threshold, "threshold", -1e300, 1e300)
-        if isinstance(history, bool) or not isinstance(history, int) or not 1 <= history <= 10_000:
-            raise ValueError(f"history must be an int between 1 and 10000, got {short_repr(history)}")
+        secs = duration(half_life, "half_life")
+        d = number(decay, "decay", low=0, high=1, low_open=True, high_open=True)
+        s = number(noise, "noise", low=0, low_open=True)
+        given = None if threshold is None else number(threshold, "threshold", low=-1e300, high=1e300)
+        between = "an int between 1 and 10000"
+        integer(history, "history", low=1, high=10_000, kind=between, low_text=between, wrong_type=ValueError)
         object.__setattr__(self, "half_life", secs)
         object.__setattr__(self, "decay", d)
         object.__setattr__(self, "noise", s)
@@ -298,9 +296,10 @@ class ACTR:
             raise ValueError(f"decay_state must be null or a list of 1..{self.history} access times")
         times: list[float] = []
         for t in data:
-            if isinstance(t, bool) or not isinstance(t, (int, float)) or not -1e18 < t < 1e18:
+            f = finite_float(t)
+            if f is None or not -1e18 < f < 1e18:
                 raise ValueError(f"decay_state holds a bad access time: {short_repr(t)}")
-            times.append(float(t))
+            times.append(f)
         return tuple(sorted(times))
 
     def to_dict(self) -> dict[str, Any]:

@@ -9,12 +9,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
-from lethe._clock import from_us, seconds, to_us
+from lethe._clock import from_us, to_us
 from lethe._entry import Entry, evolve
 from lethe._reprs import short_repr
+from lethe._validate import duration, is_async, is_int, number, text
 from lethe.decay._classic import Exponential
 from lethe.decay._field import StabilityExponential
-from lethe.decay._protocol import checked_score, finite_in, is_async, is_builtin
+from lethe.decay._protocol import checked_score, is_builtin
 
 __all__ = [
     "AccessFrequency",
@@ -256,7 +257,8 @@ class Blend(_Children):
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
                 raise ValueError(f"weights[{i}] must be a (function, weight) pair, got {short_repr(pair)}")
             fn, w = pair
-            pairs.append((_check_fn(fn, f"weights[{i}] function"), finite_in(w, f"weights[{i}] weight", 0.0, 1e12)))
+            weight = number(w, f"weights[{i}] weight", low=0.0, high=1e12)
+            pairs.append((_check_fn(fn, f"weights[{i}] function"), weight))
         total = math.fsum(w for _, w in pairs)
         if total <= 0.0:
             raise ValueError("Blend weights must have a positive sum")
@@ -330,8 +332,7 @@ class ByMetadata:
         choices: Mapping[Any, Any] | Iterable[tuple[Any, Any]],
         default: Any = None,
     ) -> None:
-        if not isinstance(key, str):
-            raise TypeError(f"key must be a str, got {type(key).__name__}")
+        text(key, "key")
         items = list(choices.items() if isinstance(choices, Mapping) else choices)
         pairs: list[tuple[Hashable, Any]] = []
         for i, pair in enumerate(items):
@@ -389,7 +390,7 @@ class ByMetadata:
         if not isinstance(data, (list, tuple)) or len(data) != 2:
             raise ValueError("decay_state must be null or [choice index, child state]")
         i = data[0]
-        if isinstance(i, bool) or not isinstance(i, int) or not -1 <= i < len(self.choices):
+        if not is_int(i) or not -1 <= i < len(self.choices):
             raise ValueError(f"decay_state has a bad choice index: {short_repr(i)}")
         return Picked((i, _load(self._fn_at(i), data[1])))
 
@@ -476,7 +477,7 @@ class Recency:
     _half_life_us: float
 
     def __init__(self, half_life: timedelta | float = timedelta(days=7)) -> None:
-        secs = seconds(half_life, "half_life")
+        secs = duration(half_life, "half_life")
         object.__setattr__(self, "half_life", secs)
         object.__setattr__(self, "_half_life_us", secs * 1e6)
 
@@ -523,9 +524,7 @@ class AccessFrequency:
     saturation: float
 
     def __init__(self, saturation: float = 100.0) -> None:
-        s = finite_in(saturation, "saturation", 0.0, 1e12)
-        if s <= 0.0:
-            raise ValueError(f"saturation must be positive, got {short_repr(saturation)}")
+        s = number(saturation, "saturation", low=0, high=1e12, low_open=True)
         object.__setattr__(self, "saturation", s)
 
     def score(self, entry: Entry[Any, Any], now: datetime) -> float:
@@ -574,18 +573,27 @@ def priority_blend(
         saturation: Access count at which the access component is 1.
         retention_fn: The retention model (``StabilityExponential()`` if None).
 
+    Raises:
+        ValueError, TypeError: a bad weight, half-life, saturation or retention model
+            (the message names the parameter), or weights that sum to 0.
+
     >>> from datetime import datetime, timezone
     >>> from lethe import Entry
     >>> t = datetime(2026, 1, 1, tzinfo=timezone.utc)
     >>> round(priority_blend().score(Entry(key=1, value="v", inserted_at=t, last_accessed_at=t), t), 12)
     0.8
     """
-    ret = StabilityExponential() if retention_fn is None else retention_fn
+    weights = [number(w, n, low=0.0, high=1e12) for w, n in _named(importance, recency, access, retention)]
+    ret = StabilityExponential() if retention_fn is None else _check_fn(retention_fn, "retention_fn")
     return Blend(
         [
-            (Importance(), importance),
-            (Recency(half_life=recency_half_life), recency),
-            (AccessFrequency(saturation=saturation), access),
-            (ret, retention),
+            (Importance(), weights[0]),
+            (Recency(half_life=duration(recency_half_life, "recency_half_life")), weights[1]),
+            (AccessFrequency(saturation=saturation), weights[2]),
+            (ret, weights[3]),
         ]
     )
+
+
+def _named(*weights: object) -> zip[tuple[object, str]]:
+    return zip(weights, ("importance", "recency", "access", "retention"))

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
-from lethe._clock import seconds, to_us
+from lethe._clock import to_us
 from lethe._entry import Entry
 from lethe._reprs import short_repr
-from lethe.decay._protocol import finite_in, finite_positive
+from lethe._validate import duration, finite_float, is_number, number, text
 
 __all__ = ["AdaptiveDecay", "EbbinghausLTP", "PowerLaw", "SoftFloor", "StabilityExponential"]
 
@@ -23,23 +23,20 @@ _LN2 = math.log(2.0)
 
 
 def _unit(value: object) -> float:
-    """A metadata number clamped to 0..1; 0.0 for anything that is not a finite number."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """A metadata number clamped to 0..1 (an int of any size included); 0.0 for NaN or a non-number."""
+    if not is_number(value):
         return 0.0
-    f = float(value)
-    if f != f:
-        return 0.0
-    return 0.0 if f <= 0.0 else (1.0 if f >= 1.0 else f)
+    # Compared before converting: an int too large for a float still compares exactly.
+    return 1.0 if value >= 1 else (float(value) if value > 0 else 0.0)
 
 
 def _count(value: object) -> float:
-    """A metadata count: a number >= 0, or the size of a collection; 0.0 otherwise."""
+    """A metadata count: a finite number >= 0, or the size of a collection; 0.0 otherwise
+    (an int too large for a float included, like an infinity)."""
     if isinstance(value, (list, tuple, set, frozenset, dict)):
         return float(len(value))
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return 0.0
-    f = float(value)
-    return f if 0.0 <= f < math.inf else 0.0
+    f = finite_float(value)
+    return f if f is not None and f >= 0.0 else 0.0
 
 
 def _sigmoid(x: float) -> float:
@@ -100,13 +97,12 @@ class EbbinghausLTP:
         beta: float = 0.2,
         emotion_key: str = "emotional_tone",
     ) -> None:
-        secs = seconds(base_tau, "base_tau")
-        if not isinstance(emotion_key, str):
-            raise TypeError(f"emotion_key must be a str, got {type(emotion_key).__name__}")
+        secs = duration(base_tau, "base_tau")
+        text(emotion_key, "emotion_key")
         object.__setattr__(self, "base_tau", secs)
-        object.__setattr__(self, "ltp_multiplier", finite_in(ltp_multiplier, "ltp_multiplier", 1.0, _BIG))
-        object.__setattr__(self, "alpha", finite_in(alpha, "alpha", 0.0, _BIG))
-        object.__setattr__(self, "beta", finite_in(beta, "beta", 0.0, _BIG))
+        object.__setattr__(self, "ltp_multiplier", number(ltp_multiplier, "ltp_multiplier", low=1.0, high=_BIG))
+        object.__setattr__(self, "alpha", number(alpha, "alpha", low=0.0, high=_BIG))
+        object.__setattr__(self, "beta", number(beta, "beta", low=0.0, high=_BIG))
         object.__setattr__(self, "emotion_key", emotion_key)
         object.__setattr__(self, "_tau_us", secs * 1e6)
 
@@ -189,9 +185,9 @@ class StabilityExponential:
     _half_life_us: float
 
     def __init__(self, half_life: timedelta | float = timedelta(days=1), growth: float = 1.5) -> None:
-        secs = seconds(half_life, "half_life")
+        secs = duration(half_life, "half_life")
         object.__setattr__(self, "half_life", secs)
-        object.__setattr__(self, "growth", finite_in(growth, "growth", 1.0, _BIG))
+        object.__setattr__(self, "growth", number(growth, "growth", low=1.0, high=_BIG))
         object.__setattr__(self, "_half_life_us", secs * 1e6)
 
     def stability(self, entry: Entry[Any, Any]) -> float:
@@ -258,9 +254,8 @@ def _multipliers(value: object) -> tuple[tuple[str, float], ...]:
         if not isinstance(pair, (list, tuple)) or len(pair) != 2:
             raise ValueError(f"type_multipliers: bad item {short_repr(pair)}")
         key, mult = pair
-        if not isinstance(key, str):
-            raise TypeError(f"type_multipliers keys must be str, got {type(key).__name__}")
-        out[key] = finite_in(mult, f"type_multipliers[{key!r}]", 0.0, _BIG)
+        text(key, "type_multipliers keys")
+        out[key] = number(mult, f"type_multipliers[{key!r}]", low=0.0, high=_BIG)
     return tuple(sorted(out.items()))
 
 
@@ -355,27 +350,26 @@ class AdaptiveDecay:
     ) -> None:
         keys = (("type_key", type_key), ("connections_key", connections_key), ("channels_key", channels_key))
         for label, key in keys:
-            if not isinstance(key, str):
-                raise TypeError(f"{label} must be a str, got {type(key).__name__}")
+            text(key, label)
         set_ = object.__setattr__
         set_(self, "type_key", type_key)
         set_(self, "connections_key", connections_key)
         set_(self, "channels_key", channels_key)
-        set_(self, "base_rate", finite_in(base_rate, "base_rate", 0.0, _BIG))
-        set_(self, "min_retention", finite_in(min_retention, "min_retention", 0.0, 1.0))
-        set_(self, "access_stability_k", finite_in(access_stability_k, "access_stability_k", 0.0, _BIG))
-        set_(self, "relation_resistance_k", finite_in(relation_resistance_k, "relation_resistance_k", 0.0, _BIG))
-        set_(self, "channel_diversity_k", finite_in(channel_diversity_k, "channel_diversity_k", 0.0, _BIG))
-        set_(self, "recency_boost", finite_in(recency_boost, "recency_boost", 1.0, _BIG))
-        set_(self, "recency_age_threshold", finite_in(recency_age_threshold, "recency_age_threshold", 0.0, 1e12))
+        set_(self, "base_rate", number(base_rate, "base_rate", low=0.0, high=_BIG))
+        set_(self, "min_retention", number(min_retention, "min_retention", low=0.0, high=1.0))
+        set_(self, "access_stability_k", number(access_stability_k, "access_stability_k", low=0.0, high=_BIG))
+        set_(self, "relation_resistance_k", number(relation_resistance_k, "relation_resistance_k", low=0.0, high=_BIG))
+        set_(self, "channel_diversity_k", number(channel_diversity_k, "channel_diversity_k", low=0.0, high=_BIG))
+        set_(self, "recency_boost", number(recency_boost, "recency_boost", low=1.0, high=_BIG))
+        set_(self, "recency_age_threshold", number(recency_age_threshold, "recency_age_threshold", low=0.0, high=1e12))
         set_(
             self,
             "recency_access_threshold",
-            finite_in(recency_access_threshold, "recency_access_threshold", 0.0, 1e12),
+            number(recency_access_threshold, "recency_access_threshold", low=0.0, high=1e12),
         )
         given = _TYPE_MULTIPLIERS if type_multipliers is None else type_multipliers
         set_(self, "type_multipliers", _multipliers(given))
-        set_(self, "default_multiplier", finite_in(default_multiplier, "default_multiplier", 0.0, _BIG))
+        set_(self, "default_multiplier", number(default_multiplier, "default_multiplier", low=0.0, high=_BIG))
 
     def type_multiplier(self, kind: object) -> float:
         """The rate multiplier for a memory type (``default_multiplier`` if unknown)."""
@@ -466,10 +460,8 @@ class PowerLaw:
     _scale_us: float
 
     def __init__(self, half_life: timedelta | float = _HOUR, exponent: float = 1.0) -> None:
-        secs = seconds(half_life, "half_life")
-        p = finite_in(exponent, "exponent", 0.0, 1e3)
-        if p <= 0.0:
-            raise ValueError(f"exponent must be positive, got {short_repr(exponent)}")
+        secs = duration(half_life, "half_life")
+        p = number(exponent, "exponent", low=0, high=1e3, low_open=True)
         try:
             k = 1.0 / math.expm1(_LN2 / p)
         except OverflowError:
@@ -569,11 +561,11 @@ class SoftFloor:
         midpoint: float = 0.7,
         steepness: float = 10.0,
     ) -> None:
-        secs = seconds(half_life, "half_life")
+        secs = duration(half_life, "half_life")
         object.__setattr__(self, "half_life", secs)
-        object.__setattr__(self, "floor_max", finite_in(floor_max, "floor_max", 0.0, 1.0))
-        object.__setattr__(self, "midpoint", finite_positive(midpoint, "midpoint"))
-        object.__setattr__(self, "steepness", finite_positive(steepness, "steepness"))
+        object.__setattr__(self, "floor_max", number(floor_max, "floor_max", low=0.0, high=1.0))
+        object.__setattr__(self, "midpoint", number(midpoint, "midpoint", low=0, low_open=True))
+        object.__setattr__(self, "steepness", number(steepness, "steepness", low=0, low_open=True))
         object.__setattr__(self, "_half_life_us", secs * 1e6)
 
     def floor(self, importance: float) -> float:

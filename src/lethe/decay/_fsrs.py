@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 from lethe._clock import to_us
 from lethe._entry import Entry
 from lethe._reprs import short_repr
-from lethe.decay._protocol import finite_in
+from lethe._validate import finite_float, number
 
 __all__ = ["FSRS", "FSRS6_DEFAULT_PARAMETERS", "FSRS6_PARAMETER_BOUNDS"]
 
@@ -138,10 +138,8 @@ class FSRS:
             raise ValueError("parameters must be a sequence of 21 numbers (FSRS-6 weights w[0]..w[20])")
         w: list[float] = []
         for i, v in enumerate(given):
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise ValueError(f"parameters[{i}] must be a finite number, got {short_repr(v)}")
             low, high = FSRS6_PARAMETER_BOUNDS[i]
-            w.append(finite_in(v, f"parameters[{i}]", low, high))
+            w.append(number(v, f"parameters[{i}]", low=low, high=high))
         decay = w[20]
         object.__setattr__(self, "parameters", tuple(w))
         object.__setattr__(self, "_decay", decay)
@@ -229,10 +227,10 @@ class FSRS:
             return None
         if not isinstance(data, (list, tuple)) or len(data) != 2:
             raise ValueError("decay_state must be null or [stability, difficulty]")
-        for v in data:
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise ValueError(f"decay_state holds a bad number: {short_repr(v)}")
-        s, d = float(data[0]), float(data[1])
+        s, d = finite_float(data[0]), finite_float(data[1])
+        if s is None or d is None:
+            bad = data[0] if s is None else data[1]
+            raise ValueError(f"decay_state holds a bad number: {short_repr(bad)}")
         if s <= 0.0 or not 1.0 <= d <= 10.0:
             raise ValueError(f"decay_state needs stability > 0 and difficulty in 1..10, got {short_repr(data)}")
         return (s, d)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
-import math
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -12,6 +10,7 @@ from lethe._clock import from_us
 from lethe._entry import Entry
 from lethe._hooks import closed_if_awaitable
 from lethe._reprs import short_repr
+from lethe._validate import finite_float, is_number
 
 __all__ = ["DecayCallable", "DecayFunction", "is_builtin"]
 
@@ -73,19 +72,6 @@ def is_builtin(fn: object) -> bool:
     return type(fn).__module__.startswith("lethe.decay.")
 
 
-def is_async(fn: object) -> bool:
-    """Whether calling ``fn`` (or, for a decay object, its ``score``) returns an awaitable by
-    construction: an ``async def``, also as ``__call__``, or an async generator."""
-    score = getattr(fn, "score", None)
-    target = score if callable(score) else fn
-    if inspect.iscoroutinefunction(target) or inspect.isasyncgenfunction(target):
-        return True
-    if inspect.isfunction(target) or inspect.ismethod(target):
-        return False
-    call = next((vars(c)["__call__"] for c in type(target).__mro__ if "__call__" in vars(c)), None)
-    return inspect.iscoroutinefunction(call) or inspect.isasyncgenfunction(call)
-
-
 def checked_score(value: object, key: object, where: str = "decay_fn") -> float:
     """A custom decay function's result as a finite float.
 
@@ -95,47 +81,18 @@ def checked_score(value: object, key: object, where: str = "decay_fn") -> float:
         ValueError: ``value`` is not a number, is NaN or infinite, or an int beyond
             float range.  Messages name ``where`` and the key, with bounded reprs.
     """
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not is_number(value):
         if closed_if_awaitable(value):
             raise TypeError(
                 f"{where} returned an awaitable for key {short_repr(key)}; "
                 "it must return a number (an async def cannot be a decay function)"
             )
         raise ValueError(f"{where} returned {short_repr(value)} for key {short_repr(key)}; it must return a number")
-    try:
-        f = float(value)
-    except OverflowError:
-        raise ValueError(
-            f"{where} returned {short_repr(value)} for key {short_repr(key)}; it must fit in a float"
-        ) from None
-    if f != f or f in (math.inf, -math.inf):
+    f = finite_float(value)
+    if f is None and isinstance(value, int):
+        raise ValueError(f"{where} returned {short_repr(value)} for key {short_repr(key)}; it must fit in a float")
+    if f is None:
         raise ValueError(f"{where} returned {short_repr(value)} for key {short_repr(key)}; it must be finite")
-    return f
-
-
-def finite_positive(value: object, name: str) -> float:
-    """``value`` as a positive finite float, else ValueError/TypeError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    try:
-        f = float(value)
-    except OverflowError:
-        raise ValueError(f"{name} must be finite, got {short_repr(value)}") from None
-    if not (0.0 < f < math.inf):
-        raise ValueError(f"{name} must be positive and finite, got {short_repr(value)}")
-    return f
-
-
-def finite_in(value: object, name: str, low: float, high: float) -> float:
-    """``value`` as a float in ``low..high`` (inclusive), else ValueError/TypeError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    try:
-        f = float(value)
-    except OverflowError:
-        raise ValueError(f"{name} must be between {low} and {high}, got {short_repr(value)}") from None
-    if not (low <= f <= high):
-        raise ValueError(f"{name} must be between {low} and {high}, got {short_repr(value)}")
     return f
 
 

@@ -8,8 +8,8 @@ from datetime import timedelta
 from types import MappingProxyType
 from typing import Any
 
-from lethe._clock import seconds
 from lethe._reprs import short_repr
+from lethe._validate import duration
 from lethe.decay._classic import ACTR, AccessWeighted, Exponential
 from lethe.decay._combinators import AccessFrequency, Blend, ByMetadata, Importance, Product, Recency
 from lethe.decay._field import AdaptiveDecay, EbbinghausLTP, PowerLaw, SoftFloor, StabilityExponential
@@ -42,21 +42,21 @@ _PARTS: Mapping[str, _Factory] = MappingProxyType({"importance": Importance, "ac
 
 
 def _ebbinghaus(half_life: timedelta | float) -> EbbinghausLTP:
-    return EbbinghausLTP(base_tau=seconds(half_life, "half_life") / _LN2)
+    return EbbinghausLTP(base_tau=duration(half_life, "half_life") / _LN2)
 
 
 def _stability(half_life: timedelta | float) -> StabilityExponential:
-    return StabilityExponential(half_life=seconds(half_life, "half_life") / _LN2)
+    return StabilityExponential(half_life=duration(half_life, "half_life") / _LN2)
 
 
 def _adaptive(half_life: timedelta | float) -> AdaptiveDecay:
-    hours = seconds(half_life, "half_life") / 3600.0
+    hours = duration(half_life, "half_life") / 3600.0
     # A fresh entry (N = 1: creation counts as an access; default type) halves after half_life.
     return AdaptiveDecay(base_rate=_LN2 * (1.0 + 0.3 * _LN2) / hours)
 
 
 def _fsrs(half_life: timedelta | float) -> FSRS:
-    seconds(half_life, "half_life")
+    duration(half_life, "half_life")
     return FSRS()
 
 
