@@ -32,6 +32,7 @@ from lethe._order import Order
 from lethe._reprs import short_repr
 from lethe._scoring import Scorer, clamp, make_scorer
 from lethe._validate import duration, flag, hook, integer, unit
+from lethe.decay._adapter import name_of
 from lethe.decay._protocol import DecayCallable, DecayFunction
 from lethe.decay._registry import BUILTINS, by_name
 
@@ -113,9 +114,8 @@ _THIS_MEMORY: Any = _ThisMemory()
 _FRESH = Entry(key=0, value=None, inserted_at=from_us(0.0), last_accessed_at=from_us(0.0))
 
 
-def _declared_half_life(fn: object) -> float | None:
+def _declared_half_life(declared: object) -> float | None:
     """The ``half_life`` a custom decay function declares (seconds or a ``timedelta``), if any."""
-    declared = getattr(fn, "half_life", None)
     try:
         return duration(declared, "decay_fn.half_life")
     except (TypeError, ValueError):
@@ -135,7 +135,7 @@ def _own_half_life(scorer: Scorer) -> float | None:
         return scorer.unclamped(_FRESH, from_us(us), us) > 0.5
 
     try:
-        declared = getattr(scorer.fn, "half_life", None)
+        declared = scorer.half_life
         if type(declared) is float and 0.0 < declared < math.inf:
             us = declared * 1e6
             if math.isclose(scorer.unclamped(_FRESH, from_us(us), us), 0.5, rel_tol=1e-9):
@@ -302,14 +302,14 @@ class Memory(Generic[K, V]):
             chosen = False
         elif source is not None and decay_fn is source.decay_fn:
             # A built-in the source made by name from its half-life follows the new one.
-            name = getattr(decay_fn, "name", None)
-            if isinstance(name, str) and name in BUILTINS and by_name(name, source.half_life) == decay_fn:
+            name = name_of(decay_fn)
+            if name is not None and name in BUILTINS and by_name(name, source.half_life) == decay_fn:
                 decay_fn = name
         scorer = make_scorer(decay_fn, half_life)
         own = _own_half_life(scorer)
         if own is None and not scorer.is_builtin:
             # A custom function that declares a half-life has that one in use, as a built-in does.
-            own = _declared_half_life(scorer.fn)
+            own = _declared_half_life(scorer.half_life)
         if own is not None and not math.isclose(own, half_life, rel_tol=1e-9, abs_tol=1e-6):
             if chosen and not isinstance(decay_fn, str):
                 raise ValueError(
@@ -1170,8 +1170,8 @@ class Memory(Generic[K, V]):
         scorer = self._scorer
         if threshold <= 0.0:
             return None
-        closed = getattr(scorer.fn, "time_until", None)
-        if callable(closed) and scorer.multiply and scorer.is_builtin:
+        closed = scorer.time_until
+        if closed is not None and scorer.multiply and scorer.is_builtin:
             if entry.importance == 0.0:
                 return now_us
             secs: float | None = closed(entry, threshold / entry.importance)
@@ -1327,7 +1327,7 @@ class Memory(Generic[K, V]):
         entries, order, deadlines, gone = self._unexpired(now_us)
         if not groups and not gone:
             return self._unchanged(), []
-        merge_states = getattr(self.decay_fn, "merge_states", None)
+        merge_states = self._scorer.merge_states
         for group in groups:
             merged = merge(group) if merge is not None else merge_group(group, merge_states)
             if not isinstance(merged, Entry):

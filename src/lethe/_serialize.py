@@ -23,9 +23,10 @@ from lethe._map import EMPTY, PersistentMap
 from lethe._reprs import short_repr as _short
 from lethe._validate import duration, is_int
 from lethe.decay import _registry
+from lethe.decay._adapter import dumped_state, is_builtin, state_loader
+from lethe.decay._adapter import to_dict as decay_to_dict
 from lethe.decay._classic import ACTR
 from lethe.decay._combinators import Blend, ByMetadata, ChildStates, Picked, Product
-from lethe.decay._protocol import is_builtin
 
 if TYPE_CHECKING:
     from lethe._memory import Memory
@@ -101,11 +102,7 @@ def _decode_key(value: Any, depth: int = 0) -> Any:
 
 
 def _decay_to_dict(fn: Any) -> dict[str, Any]:
-    to_dict = getattr(fn, "to_dict", None)
-    if is_builtin(fn) and callable(to_dict):
-        data: dict[str, Any] = to_dict()
-        return data
-    return {"name": _CUSTOM, "repr": repr(fn)[:200]}
+    return decay_to_dict(fn)
 
 
 def entry_to_dict(e: Entry[Any, Any], decay_fn: Any) -> dict[str, Any]:
@@ -122,10 +119,7 @@ def entry_to_dict(e: Entry[Any, Any], decay_fn: Any) -> dict[str, Any]:
             f"key {_short(e.key)}: cannot be saved exactly; keys must be str, int, finite float, bool, "
             "or tuples of those and None"
         ) from None
-    state = e.decay_state
-    dump = getattr(decay_fn, "dump_state", None)
-    if state is not None and callable(dump):
-        state = dump(state)
+    state = dumped_state(decay_fn, e.decay_state)
     return {
         "key": key,
         "value": e.value,
@@ -265,10 +259,10 @@ def _entry(raw: Any, i: int, decay_fn: Any, same_fn: bool) -> Entry[Any, Any]:
     summary = raw["summary"]
     summarized = raw["summarized"]
     state = raw["decay_state"]
-    load = getattr(decay_fn, "load_state", None)
+    load = state_loader(decay_fn)
     if not same_fn:
         state = None  # written by another decay function: never hand it to this one
-    elif callable(load):
+    elif load is not None:
         try:
             state = load(state)
         except (TypeError, ValueError) as exc:
