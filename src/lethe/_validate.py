@@ -155,12 +155,15 @@ def number(
     ...
     ValueError: x must not be NaN
     """
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        raise TypeError(f"{name} must be {kind}, got {type(value).__name__}")
-    if isinstance(value, int) and not -_FLOAT_MAX <= value <= _FLOAT_MAX:
-        sign = "" if value > 0 else " negative"
-        raise ValueError(f"{name} must be a finite number, got a huge{sign} int")
-    f = float(value)
+    if type(value) is float:  # the common case (importance on every put), without the checks below
+        f = value
+    else:
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise TypeError(f"{name} must be {kind}, got {type(value).__name__}")
+        if isinstance(value, int) and not -_FLOAT_MAX <= value <= _FLOAT_MAX:
+            sign = "" if value > 0 else " negative"
+            raise ValueError(f"{name} must be a finite number, got a huge{sign} int")
+        f = float(value)
     if f != f:
         raise ValueError(f"{name} must not be NaN")
     if (
