@@ -78,7 +78,7 @@ class TestConstruction:
         for i in range(50):
             mem = mem.put(f"value {i}" * 20)
         text = repr(mem)
-        assert text == "Memory(size=50, max_entries=1000, decay_fn=Exponential(half_life=3600.0))"
+        assert text == "Memory(size=50, max_entries=1000, decay_fn=Exponential())"
 
 
 class TestPut:

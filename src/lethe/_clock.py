@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from lethe._hooks import closed_if_awaitable
 from lethe._reprs import short_repr
+from lethe._validate import is_number
 
 Clock = Callable[[], _dt.datetime]
 
@@ -71,22 +72,6 @@ def from_us(us: float) -> _dt.datetime:
     return _EPOCH + _dt.timedelta(microseconds=us)
 
 
-def seconds(value: object, name: str) -> float:
-    """A positive, finite duration in seconds from a ``timedelta`` or a number."""
-    if isinstance(value, _dt.timedelta):
-        secs = value.total_seconds()
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        try:
-            secs = float(value)
-        except OverflowError:
-            raise ValueError(f"{name} must be a positive, finite duration, got {short_repr(value)}") from None
-    else:
-        raise TypeError(f"{name} must be a timedelta or a number of seconds, got {type(value).__name__}")
-    if not secs > 0 or secs == float("inf"):
-        raise ValueError(f"{name} must be a positive, finite duration, got {short_repr(value)}")
-    return secs
-
-
 class ManualClock:
     """A clock that moves only when told to: for tests, simulations and demos.
 
@@ -146,7 +131,7 @@ class ManualClock:
         Raises TypeError for anything else (``bool`` included), and ValueError
         when the new reading would fall outside the range of ``datetime``.
         """
-        if isinstance(delta, (int, float)) and not isinstance(delta, bool):
+        if is_number(delta):
             try:
                 delta = _dt.timedelta(seconds=delta)
             except (OverflowError, ValueError):  # beyond timedelta's range, or NaN

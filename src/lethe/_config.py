@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from lethe._clock import from_us, seconds
+from lethe._clock import from_us
 from lethe._entry import Entry
 from lethe._order import Order
 from lethe._ranking import SCAN, Ranking
-from lethe._reprs import short_repr
-from lethe._scoring import Scorer, check_call, make_scorer
+from lethe._scoring import Scorer, make_scorer
+from lethe._validate import duration, hook, integer, unit
+from lethe.decay._adapter import name_of
 from lethe.decay._registry import BUILTINS, by_name
 
 #: The constructor's fields, in the order they are declared, shown and saved.
@@ -91,41 +92,43 @@ def build(fields: dict[str, Any], source: Config | None = None, held: int = 0) -
     Raises:
         TypeError, ValueError: a field is invalid (the message names it).
     """
-    max_entries = fields["max_entries"]
-    if isinstance(max_entries, bool) or not isinstance(max_entries, int):
-        raise TypeError(f"max_entries must be a positive int, got {type(max_entries).__name__}")
-    if max_entries < 1:
-        raise ValueError(f"max_entries must be a positive int, got {short_repr(max_entries)}")
-    if max_entries > MAX_ENTRIES:
-        raise ValueError(f"max_entries must be at most 2**63 - 1, got {short_repr(max_entries)}")
+    max_entries = integer(
+        fields["max_entries"],
+        "max_entries",
+        low=1,
+        high=MAX_ENTRIES,
+        kind="a positive int",
+        low_text="a positive int",
+        high_text="2**63 - 1",
+    )
     # Entries past their deadline count until a write removes (and reports) them.
     if held > max_entries:
         # Evicting here would run summarize_fn and on_evict behind the caller's back.
         raise ValueError(f"max_entries={max_entries} is below the size ({held}); evict first")
-    half_life = seconds(fields["half_life"], "half_life")
+    half_life = duration(fields["half_life"], "half_life")
     # A half-life the caller did not choose (the default, or the one carried over) yields
     # to the decay function's own; so does one a name was built with ("fsrs" ignores it).
     chosen = type(fields["half_life"]) is not _DefaultHalfLife
-    eviction = _threshold(fields["eviction_threshold"], "eviction_threshold")
-    summarize = _threshold(fields["summarize_threshold"], "summarize_threshold")
+    eviction = unit(fields["eviction_threshold"], "eviction_threshold", kind="a number between 0 and 1")
+    summarize = unit(fields["summarize_threshold"], "summarize_threshold", kind="a number between 0 and 1")
     if summarize < eviction:
         raise ValueError(f"summarize_threshold ({summarize}) must be >= eviction_threshold ({eviction})")
-    check_hook(fields["summarize_fn"], "summarize_fn", 1, "(entry)")
-    check_hook(fields["on_evict"], "on_evict", 1, "(entries)")
-    check_hook(fields["clock_fn"], "clock_fn", 0, "()")
+    hook(fields["summarize_fn"], "summarize_fn", 1, "(entry)")
+    hook(fields["on_evict"], "on_evict", 1, "(entries)")
+    hook(fields["clock_fn"], "clock_fn", 0, "()")
     decay_fn: Any = fields["decay_fn"]
     if source is not None and half_life == source.half_life:
         chosen = False
     elif source is not None and decay_fn is source.decay_fn:
         # A built-in the source made by name from its half-life follows the new one.
-        name = getattr(decay_fn, "name", None)
-        if isinstance(name, str) and name in BUILTINS and by_name(name, source.half_life) == decay_fn:
+        name = name_of(decay_fn)
+        if name is not None and name in BUILTINS and by_name(name, source.half_life) == decay_fn:
             decay_fn = name
     scorer = make_scorer(decay_fn, half_life)
     own = _own_half_life(scorer)
     if own is None and not scorer.is_builtin:
         # A custom function that declares a half-life has that one in use, as a built-in does.
-        own = _declared_half_life(scorer.fn)
+        own = _declared_half_life(scorer.half_life)
     if own is not None and not math.isclose(own, half_life, rel_tol=1e-9, abs_tol=1e-6):
         if chosen and not isinstance(decay_fn, str):
             raise ValueError(
@@ -148,39 +151,14 @@ def build(fields: dict[str, Any], source: Config | None = None, held: int = 0) -
     )
 
 
-def _threshold(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number between 0 and 1, got {type(value).__name__}")
-    try:
-        f = float(value)
-    except OverflowError:
-        raise ValueError(f"{name} must be between 0 and 1, got a huge int") from None
-    if not 0.0 <= f <= 1.0:
-        raise ValueError(f"{name} must be between 0 and 1, got {short_repr(value)}")
-    return f
-
-
-def check_hook(value: object, name: str, args: int | None = None, shape: str = "") -> None:
-    """Refuse a hook that is not callable or is ``async``; with ``args``, one that cannot
-    take that many positional arguments (``shape`` shows them in the message)."""
-    if value is None:
-        return
-    if not callable(value):
-        raise TypeError(f"{name} must be callable or None, got {type(value).__name__}")
-    check_call(value, name, args, shape)
-
-
 _FRESH = Entry(key=0, value=None, inserted_at=from_us(0.0), last_accessed_at=from_us(0.0))
 
 
-def _declared_half_life(fn: object) -> float | None:
+def _declared_half_life(declared: object) -> float | None:
     """The ``half_life`` a custom decay function declares (seconds or a ``timedelta``), if any."""
-    declared = getattr(fn, "half_life", None)
-    if declared is None or isinstance(declared, bool) or not isinstance(declared, (int, float, timedelta)):
-        return None
     try:
-        return seconds(declared, "decay_fn.half_life")
-    except ValueError:
+        return duration(declared, "decay_fn.half_life")
+    except (TypeError, ValueError):
         return None
 
 
@@ -197,7 +175,7 @@ def _own_half_life(scorer: Scorer) -> float | None:
         return scorer.unclamped(_FRESH, from_us(us), us) > 0.5
 
     try:
-        declared = getattr(scorer.fn, "half_life", None)
+        declared = scorer.half_life
         if type(declared) is float and 0.0 < declared < math.inf:
             us = declared * 1e6
             if math.isclose(scorer.unclamped(_FRESH, from_us(us), us), 0.5, rel_tol=1e-9):

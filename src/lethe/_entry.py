@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -10,6 +9,7 @@ from typing import Any, Generic, NoReturn, TypeVar
 
 from lethe._clock import UTC, to_us, to_utc
 from lethe._reprs import short_repr
+from lethe._validate import integer, number
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -109,15 +109,7 @@ def _copied(value: Any, where: str) -> Any:
 
 def check_importance(importance: object) -> float:
     """``importance`` as a float, or ValueError/TypeError naming ``importance``."""
-    if isinstance(importance, bool) or not isinstance(importance, (int, float)):
-        raise TypeError(f"importance must be a number, got {type(importance).__name__}")
-    try:
-        value = float(importance)
-    except OverflowError:
-        raise ValueError(f"importance must be finite, got {short_repr(importance)}") from None
-    if not (0.0 <= value < math.inf):
-        raise ValueError(f"importance must be finite and >= 0, got {short_repr(importance)}")
-    return value
+    return number(importance, "importance", low=0)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -190,9 +182,17 @@ class Entry(Generic[K, V]):
                 setattr_(self, name, to_utc(moment, name))
         setattr_(self, "metadata", freeze_metadata(self.metadata))
         setattr_(self, "importance", check_importance(self.importance))
-        count = self.access_count
-        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_COUNT:
-            raise ValueError(f"access_count must be an int from 0 to 2**53, got {short_repr(count)}")
+        within = "an int from 0 to 2**53"
+        integer(
+            self.access_count,
+            "access_count",
+            low=0,
+            high=MAX_COUNT,
+            kind=within,
+            low_text=within,
+            high_text="2**53",
+            wrong_type=ValueError,
+        )
 
 
 # Building entries on the hot path: object.__new__ plus the slots' own setters

@@ -108,8 +108,8 @@ def crossing_us(
     def below(us: int) -> bool:
         return scorer.one(entry, moment(us), float(us)) < threshold
 
-    closed: Any = getattr(scorer.fn, "time_until", None)
-    if callable(closed) and scorer.is_builtin:
+    closed = scorer.time_until
+    if closed is not None and scorer.is_builtin:
         limit = LAST_US if due is None else min(due, LAST_US)
         guess = _estimate(closed, entry, threshold, limit, scorer.multiply)
         step = 1

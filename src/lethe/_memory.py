@@ -12,8 +12,8 @@ from typing import Any, Generic, TypeVar, overload
 
 from lethe import _expiry, _forecast
 from lethe._btree import Tree
-from lethe._clock import MAX_US, UTC, from_us, seconds, to_us, to_utc, utc_now
-from lethe._config import FIELDS, ONE_HOUR, Config, build, check_hook
+from lethe._clock import MAX_US, UTC, from_us, to_us, to_utc, utc_now
+from lethe._config import FIELDS, ONE_HOUR, Config, build
 from lethe._consolidate import find_groups, jaccard_words, merge_group
 from lethe._edit import Edit
 from lethe._entry import (
@@ -33,6 +33,7 @@ from lethe._reprs import short_repr
 from lethe._scoring import clamp
 from lethe._serialize import memory_from_dict, memory_to_dict
 from lethe._snapshot import Snapshot
+from lethe._validate import duration, flag, hook, integer, unit
 from lethe.decay._protocol import DecayCallable, DecayFunction
 
 K = TypeVar("K", bound=Hashable)
@@ -43,6 +44,7 @@ EvictFn = Callable[[tuple[Entry[Any, Any], ...]], object]
 ClockFn = Callable[[], datetime]
 
 _SEQ = attrgetter("seq")
+_SCORE_RANGE = "between 0 and 1 (scores never leave that range)"
 _INSERTED_US = attrgetter("inserted_us")
 _NEVER = -math.inf
 
@@ -464,7 +466,7 @@ class Memory(_Version[K, V]):
         function (see :meth:`top`): only entries that can reach ``threshold``
         are scored, and they arrive nearly sorted; otherwise O(n + m log m).
         """
-        t = _check_unit(threshold, "threshold")
+        t = unit(threshold, "threshold", expected=_SCORE_RANGE)
         now, now_us = self._now()
         # Indexed: only the entries whose key can reach the threshold, already nearly in rank order.
         pinned, rest = self._ranking.at_least(self._entries, t, now_us)
@@ -514,16 +516,12 @@ class Memory(_Version[K, V]):
         return [(e, one(e, now, now_us)) for e in self._top(n, now, now_us)]
 
     def _top(self, n: int, now: datetime, now_us: float) -> list[Entry[K, V]]:
-        if isinstance(n, bool) or not isinstance(n, int):
-            raise TypeError(f"n must be an int, got {type(n).__name__}")
-        if n < 0:
-            raise ValueError(f"n must be >= 0, got {short_repr(n)}")
+        integer(n, "n", low=0)
         return self._ranking.top(self._entries, self._config.scorer, n, now, now_us)
 
     def filter(self, predicate: Callable[[Entry[K, V]], object]) -> list[Entry[K, V]]:
         """Entries for which ``predicate(entry)`` is true, highest score first."""
-        if not callable(predicate):
-            raise TypeError(f"predicate must be callable, got {type(predicate).__name__}")
+        hook(predicate, "predicate", optional=False)
         return [e for e in self if predicate(e)]
 
     def active_count(self) -> int:
@@ -1034,7 +1032,7 @@ class Memory(_Version[K, V]):
         >>> mem.put("v", key="k").time_until("k", 0.25)  # 0.25 after 2 h; below it 1 µs later
         datetime.timedelta(seconds=7200, microseconds=1)
         """
-        t = _check_unit(threshold, "threshold")
+        t = unit(threshold, "threshold", expected=_SCORE_RANGE)
         now, now_us = self._now()
         entry = self._live(key, now_us)
         # At threshold 0 nothing ever drops below, deadline or not.
@@ -1097,16 +1095,10 @@ class Memory(_Version[K, V]):
         >>> len(merged), [e.key for e in groups[0]], merged.peek("b").metadata["consolidated_from"]
         (1, ['b', 'a'], ['a'])
         """
-        t = _check_number(threshold, "threshold")
-        if not 0.0 <= t <= 1.0:
-            raise ValueError(f"threshold must be between 0 and 1, got {threshold!r}")
-        if isinstance(min_group, bool) or not isinstance(min_group, int):
-            raise TypeError(f"min_group must be an int, got {type(min_group).__name__}")
-        if min_group < 2:
-            raise ValueError(f"min_group must be >= 2, got {min_group!r}")
-        if not callable(similarity):
-            raise TypeError(f"similarity must be callable, got {type(similarity).__name__}")
-        check_hook(merge, "merge")
+        t = unit(threshold, "threshold")
+        integer(min_group, "min_group", low=2)
+        hook(similarity, "similarity", optional=False)
+        hook(merge, "merge")
         now, now_us = self._now()
         ranked, _scores = self._ranked(now, now_us)
         candidates = [e for e in ranked if not e.pinned]
@@ -1116,7 +1108,7 @@ class Memory(_Version[K, V]):
         edit, gone = self._unexpired(now_us)
         if not groups and not gone:
             return self._unchanged(), []
-        merge_states = getattr(self._config.decay_fn, "merge_states", None)
+        merge_states = self._config.scorer.merge_states
         for group in groups:
             merged = merge(group) if merge is not None else merge_group(group, merge_states)
             if not isinstance(merged, Entry):
@@ -1294,14 +1286,13 @@ def _put_options(
 ) -> tuple[float, Any, float | None, float | None]:
     """Check :meth:`Memory.put`'s options: ``(importance, metadata, ttl_us, deadline_us)``."""
     imp = check_importance(importance)
-    if not isinstance(pinned, bool):
-        raise TypeError(f"pinned must be a bool, got {type(pinned).__name__}")
+    flag(pinned, "pinned")
     meta = freeze_metadata(metadata)
     if ttl is not None and expires_at is not None:
         raise ValueError("pass ttl or expires_at, not both")
     if pinned and (ttl is not None or expires_at is not None):
         raise ValueError("ttl/expires_at: a pinned entry cannot expire; pin it after putting it instead")
-    ttl_us = None if ttl is None else seconds(ttl, "ttl") * 1e6
+    ttl_us = None if ttl is None else duration(ttl, "ttl") * 1e6
     deadline_us = None if expires_at is None else to_us(expires_at, "expires_at")
     return imp, meta, ttl_us, deadline_us
 
@@ -1351,26 +1342,6 @@ def _as_utc(moment: datetime) -> datetime:
         return moment if moment.tzinfo is UTC else moment.astimezone(UTC)
     except OverflowError:
         return moment
-
-
-def _check_unit(value: object, name: str) -> float:
-    """``value`` as a float between 0 and 1 (a threshold on scores), else ValueError/TypeError naming ``name``."""
-    f = _check_number(value, name)
-    if not 0.0 <= f <= 1.0:
-        raise ValueError(f"{name} must be between 0 and 1 (scores never leave that range), got {short_repr(value)}")
-    return f
-
-
-def _check_number(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    try:
-        f = float(value)
-    except OverflowError:
-        raise ValueError(f"{name} must be a finite number, got a huge int") from None
-    if f != f:
-        raise ValueError(f"{name} must not be NaN")
-    return f
 
 
 class _EntryMapping(Mapping[Any, Entry[Any, Any]]):

@@ -16,17 +16,19 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from lethe._clock import seconds, to_us, utc_now
+from lethe._clock import to_us, utc_now
 from lethe._config import ONE_HOUR, Config, build, unchosen_half_life
 from lethe._entry import Entry, check_importance, evolve, freeze_metadata, make_entry
 from lethe._errors import ClockWarning
 from lethe._map import EMPTY, PersistentMap
 from lethe._reprs import short_repr as _short
 from lethe._snapshot import Snapshot
+from lethe._validate import duration, is_int
 from lethe.decay import _registry
+from lethe.decay._adapter import dumped_state, is_builtin, state_loader
+from lethe.decay._adapter import to_dict as decay_to_dict
 from lethe.decay._classic import ACTR
 from lethe.decay._combinators import Blend, ByMetadata, ChildStates, Picked, Product
-from lethe.decay._protocol import is_builtin
 
 FORMAT = "lethe.memory"
 VERSION = 2
@@ -99,11 +101,7 @@ def _decode_key(value: Any, depth: int = 0) -> Any:
 
 
 def _decay_to_dict(fn: Any) -> dict[str, Any]:
-    to_dict = getattr(fn, "to_dict", None)
-    if is_builtin(fn) and callable(to_dict):
-        data: dict[str, Any] = to_dict()
-        return data
-    return {"name": _CUSTOM, "repr": repr(fn)[:200]}
+    return decay_to_dict(fn)
 
 
 def entry_to_dict(e: Entry[Any, Any], decay_fn: Any) -> dict[str, Any]:
@@ -120,10 +118,7 @@ def entry_to_dict(e: Entry[Any, Any], decay_fn: Any) -> dict[str, Any]:
             f"key {_short(e.key)}: cannot be saved exactly; keys must be str, int, finite float, bool, "
             "or tuples of those and None"
         ) from None
-    state = e.decay_state
-    dump = getattr(decay_fn, "dump_state", None)
-    if state is not None and callable(dump):
-        state = dump(state)
+    state = dumped_state(decay_fn, e.decay_state)
     return {
         "key": key,
         "value": e.value,
@@ -184,7 +179,7 @@ def _exact(data: Mapping[str, Any], fields: frozenset[str], where: str) -> None:
 
 def _int(value: Any, where: str, high: int | None = None) -> int:
     """``value`` as an int >= 0 (and <= ``high``), else ValueError naming ``where``."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_int(value):
         raise ValueError(f"{where}: expected an int >= 0, got {_short(value)}")
     if value < 0 or (high is not None and value > high):
         bound = "an int >= 0" if high is None else f"an int between 0 and 2**{high.bit_length() - 1}"
@@ -263,10 +258,10 @@ def _entry(raw: Any, i: int, decay_fn: Any, same_fn: bool) -> Entry[Any, Any]:
     summary = raw["summary"]
     summarized = raw["summarized"]
     state = raw["decay_state"]
-    load = getattr(decay_fn, "load_state", None)
+    load = state_loader(decay_fn)
     if not same_fn:
         state = None  # written by another decay function: never hand it to this one
-    elif callable(load):
+    elif load is not None:
         try:
             state = load(state)
         except (TypeError, ValueError) as exc:
@@ -387,7 +382,7 @@ def memory_from_dict(
     # imposed on it (older documents saved 1 h beside FSRS, say): for a custom function it
     # stays the half-life names are built with later.
     try:
-        saved_half_life = seconds(config.pop("half_life"), "half_life")
+        saved_half_life = duration(config.pop("half_life"), "half_life")
     except (TypeError, ValueError) as exc:
         raise ValueError(f"configuration: {exc}") from None
     config["half_life"] = ONE_HOUR if is_builtin(decay_fn) else unchosen_half_life(saved_half_life)

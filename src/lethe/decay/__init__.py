@@ -9,7 +9,7 @@ every model's formula and source.
 >>> from lethe import Memory
 >>> from lethe.decay import ACTR
 >>> Memory(decay_fn=ACTR(half_life=600)).decay_fn
-ACTR(half_life=600.0, decay=0.5, noise=0.25, history=10)
+ACTR(half_life=600.0)
 """
 
 from lethe.decay._classic import ACTR, AccessWeighted, Exponential

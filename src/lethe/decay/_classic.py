@@ -4,23 +4,28 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, ClassVar
 
-from lethe._clock import seconds, to_us
+from lethe._clock import to_us
 from lethe._entry import Entry
 from lethe._reprs import short_repr
-from lethe.decay._protocol import finite_in, finite_positive
+from lethe._validate import duration, finite_float, integer, number
+from lethe.decay._base import Model, Param, Stateful
 
 __all__ = ["ACTR", "AccessWeighted", "Exponential"]
 
 _LN2 = math.log(2.0)
 _HOUR = timedelta(hours=1)
+_HISTORY = "an int between 1 and 10000"
 
 
-@dataclass(frozen=True, slots=True, init=False)
-class Exponential:
+def _threshold(value: object, name: str) -> float | None:
+    return None if value is None else number(value, name, low=-1e300, high=1e300)
+
+
+class Exponential(Model):
     """Exponential decay since the last access: ``raw = 0.5 ** (elapsed / half_life)``.
 
     The classic forgetting curve (Ebbinghaus 1885): the score halves every
@@ -43,22 +48,21 @@ class Exponential:
     """
 
     name: ClassVar[str] = "exponential"
+    params = (Param("half_life", duration),)
+    __slots__ = ("_half_life_us", "half_life")
     half_life: float
     _half_life_us: float
 
     def __init__(self, half_life: timedelta | float = _HOUR) -> None:
-        secs = seconds(half_life, "half_life")
-        object.__setattr__(self, "half_life", secs)
-        object.__setattr__(self, "_half_life_us", secs * 1e6)
+        self._init(half_life)
+
+    def _derive(self) -> None:
+        object.__setattr__(self, "_half_life_us", self.half_life * 1e6)
 
     @property
     def decay_rate(self) -> float:
         """The rate per second, ``ln 2 / half_life``, shared by every entry."""
         return _LN2 / self.half_life
-
-    def score(self, entry: Entry[Any, Any], now: datetime) -> float:
-        """Raw score of ``entry`` at ``now`` (importance not applied)."""
-        return self._raw(entry, to_us(now))
 
     def _raw(self, entry: Entry[Any, Any], now_us: float) -> float:
         elapsed = now_us - entry.accessed_us
@@ -82,16 +86,8 @@ class Exponential:
         """Seconds after the last access at which the raw score falls to ``score``."""
         return self.half_life * -math.log2(score) if score > 0.0 else None
 
-    def to_dict(self) -> dict[str, Any]:
-        """Name and parameters, JSON-ready."""
-        return {"name": self.name, "half_life": self.half_life}
 
-    def __repr__(self) -> str:
-        return f"Exponential(half_life={self.half_life!r})"
-
-
-@dataclass(frozen=True, slots=True, init=False)
-class AccessWeighted:
+class AccessWeighted(Model):
     """Exponential decay whose half-life grows with every rehearsal.
 
     ``raw = 0.5 ** (elapsed / h)`` with ``h = half_life * (1 + boost * ln(1 + access_count))``,
@@ -113,23 +109,21 @@ class AccessWeighted:
     """
 
     name: ClassVar[str] = "access_weighted"
+    params = (Param("half_life", duration), Param("boost", partial(number, low=0.0, high=1e6)))
+    __slots__ = ("_half_life_us", "boost", "half_life")
     half_life: float
     boost: float
     _half_life_us: float
 
     def __init__(self, half_life: timedelta | float = _HOUR, boost: float = 1.0) -> None:
-        secs = seconds(half_life, "half_life")
-        object.__setattr__(self, "half_life", secs)
-        object.__setattr__(self, "boost", finite_in(boost, "boost", 0.0, 1e6))
-        object.__setattr__(self, "_half_life_us", secs * 1e6)
+        self._init(half_life, boost)
+
+    def _derive(self) -> None:
+        object.__setattr__(self, "_half_life_us", self.half_life * 1e6)
 
     def effective_half_life(self, access_count: int) -> float:
         """The half-life in seconds of an entry rehearsed ``access_count`` times."""
         return self.half_life * (1.0 + self.boost * math.log1p(access_count))
-
-    def score(self, entry: Entry[Any, Any], now: datetime) -> float:
-        """Raw score of ``entry`` at ``now`` (importance not applied)."""
-        return self._raw(entry, to_us(now))
 
     def _raw(self, entry: Entry[Any, Any], now_us: float) -> float:
         elapsed = now_us - entry.accessed_us
@@ -145,16 +139,8 @@ class AccessWeighted:
             return None
         return self.effective_half_life(entry.access_count) * -math.log2(score)
 
-    def to_dict(self) -> dict[str, Any]:
-        """Name and parameters, JSON-ready."""
-        return {"name": self.name, "half_life": self.half_life, "boost": self.boost}
 
-    def __repr__(self) -> str:
-        return f"AccessWeighted(half_life={self.half_life!r}, boost={self.boost!r})"
-
-
-@dataclass(frozen=True, slots=True, init=False)
-class ACTR:
+class ACTR(Stateful):
     """ACT-R base-level activation mapped to a recall probability.
 
     ``B = ln(sum_j t_j ** -d)`` over the entry's accesses (the insertion is the
@@ -191,6 +177,14 @@ class ACTR:
     """
 
     name: ClassVar[str] = "actr"
+    params = (
+        Param("half_life", duration),
+        Param("decay", partial(number, low=0, high=1, low_open=True, high_open=True)),
+        Param("noise", partial(number, low=0, low_open=True)),
+        Param("threshold", _threshold),
+        Param("history", partial(integer, low=1, high=10_000, kind=_HISTORY, low_text=_HISTORY, wrong_type=ValueError)),
+    )
+    __slots__ = ("_tau", "decay", "half_life", "history", "noise", "threshold")
     half_life: float
     decay: float
     noise: float
@@ -206,24 +200,11 @@ class ACTR:
         threshold: float | None = None,
         history: int = 10,
     ) -> None:
-        secs = seconds(half_life, "half_life")
-        d = finite_in(decay, "decay", 0.0, 1.0)
-        if d in (0.0, 1.0):
-            raise ValueError(f"decay must be strictly between 0 and 1, got {short_repr(decay)}")
-        s = finite_positive(noise, "noise")
-        given = None if threshold is None else finite_in(threshold, "threshold", -1e300, 1e300)
-        if isinstance(history, bool) or not isinstance(history, int) or not 1 <= history <= 10_000:
-            raise ValueError(f"history must be an int between 1 and 10000, got {short_repr(history)}")
-        object.__setattr__(self, "half_life", secs)
-        object.__setattr__(self, "decay", d)
-        object.__setattr__(self, "noise", s)
-        object.__setattr__(self, "threshold", given)
-        object.__setattr__(self, "_tau", -d * math.log(secs) if given is None else given)
-        object.__setattr__(self, "history", history)
+        self._init(half_life, decay, noise, threshold, history)
 
-    def score(self, entry: Entry[Any, Any], now: datetime) -> float:
-        """Raw score (recall probability) of ``entry`` at ``now``."""
-        return self._raw(entry, to_us(now))
+    def _derive(self) -> None:
+        tau = -self.decay * math.log(self.half_life) if self.threshold is None else self.threshold
+        object.__setattr__(self, "_tau", tau)
 
     def activation(self, entry: Entry[Any, Any], now: datetime) -> float:
         """The base-level activation ``B`` of ``entry`` at ``now`` (``inf`` at an access instant)."""
@@ -275,10 +256,6 @@ class ACTR:
             return 0.0
         return 1.0 / (1.0 + math.exp(x))
 
-    def rehearse(self, entry: Entry[Any, Any], now: datetime) -> tuple[float, ...]:
-        """The new ``decay_state`` after a rehearsal at ``now``: the recent access times."""
-        return self._rehearse(entry, to_us(now))
-
     def _rehearse(self, entry: Entry[Any, Any], now_us: float) -> tuple[float, ...]:
         return (*self._times(entry), now_us)[-self.history :]
 
@@ -298,24 +275,8 @@ class ACTR:
             raise ValueError(f"decay_state must be null or a list of 1..{self.history} access times")
         times: list[float] = []
         for t in data:
-            if isinstance(t, bool) or not isinstance(t, (int, float)) or not -1e18 < t < 1e18:
+            f = finite_float(t)
+            if f is None or not -1e18 < f < 1e18:
                 raise ValueError(f"decay_state holds a bad access time: {short_repr(t)}")
-            times.append(float(t))
+            times.append(f)
         return tuple(sorted(times))
-
-    def to_dict(self) -> dict[str, Any]:
-        """Name and parameters, JSON-ready."""
-        return {
-            "name": self.name,
-            "half_life": self.half_life,
-            "decay": self.decay,
-            "noise": self.noise,
-            "threshold": self.threshold,
-            "history": self.history,
-        }
-
-    def __repr__(self) -> str:
-        return (
-            f"ACTR(half_life={self.half_life!r}, decay={self.decay!r}, "
-            f"noise={self.noise!r}, history={self.history!r})"
-        )

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import math
-from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterable, Mapping
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
+from functools import partial
 from typing import Any, ClassVar
 
-from lethe._clock import from_us, seconds, to_us
 from lethe._entry import Entry, evolve
 from lethe._reprs import short_repr
+from lethe._validate import duration, is_int, number, text
+from lethe.decay._adapter import Adapter, check_decay_function, part_dict
+from lethe.decay._base import Load, Model, Param, Stateful
 from lethe.decay._classic import Exponential
 from lethe.decay._field import StabilityExponential
-from lethe.decay._protocol import checked_score, finite_in, is_async, is_builtin
 
 __all__ = [
     "AccessFrequency",
@@ -25,8 +25,6 @@ __all__ = [
     "Recency",
     "priority_blend",
 ]
-
-_CUSTOM = "custom"
 
 
 class ChildStates(tuple[Any, ...]):
@@ -55,111 +53,92 @@ class Picked(tuple[Any, ...]):
     __slots__ = ()
 
 
-def _check_fn(fn: object, name: str) -> Any:
-    if not callable(getattr(fn, "score", None)) and not callable(fn):
-        raise TypeError(f"{name} must be a decay function (score(entry, now)) or a callable, got {type(fn).__name__}")
-    if is_async(fn):
-        raise TypeError(f"{name} is an async def; a decay function must return a number, not an awaitable")
-    return fn
-
-
-def _builtin(fn: object) -> bool:
-    return is_builtin(fn) and callable(getattr(fn, "to_dict", None))
-
-
-def _includes(fn: object) -> bool:
-    return bool(getattr(fn, "includes_importance", False))
-
-
-def _child_raw(fn: Any, entry: Entry[Any, Any], now_us: float) -> float:
-    """A child's raw score, through its fast path if it is a built-in."""
-    if is_builtin(fn):
-        fast = getattr(fn, "_raw", None)
-        if fast is not None:
-            v: float = fast(entry, now_us)
-            return v
-    score = getattr(fn, "score", None)
-    value = (score if callable(score) else fn)(entry, from_us(now_us))
-    if type(value) is float and value - value == 0.0:  # finite: the common case, checked cheaply
-        return value
-    return checked_score(value, entry.key, f"decay_fn (its part {short_repr(fn)})")
-
-
-def _child_rehearse(fn: Any, entry: Entry[Any, Any], now_us: float) -> Any:
-    if is_builtin(fn):
-        fast = getattr(fn, "_rehearse", None)
-        if fast is not None:
-            return fast(entry, now_us)
-    hook = getattr(fn, "rehearse", None)
-    return hook(entry, from_us(now_us)) if callable(hook) else None
+def _part(fn: Any) -> Adapter:
+    """How a combinator calls one of its parts (messages name the part)."""
+    return Adapter(fn, f"decay_fn (its part {short_repr(fn)})")
 
 
 def _view(entry: Entry[Any, Any], state: Any) -> Entry[Any, Any]:
-    """``entry`` as a child sees it: with the child's own ``decay_state``."""
+    """``entry`` as a part sees it: with the part's own ``decay_state``."""
     return entry if entry.decay_state is state else evolve(entry, decay_state=state)
 
 
-def _effective(fn: Any, entry: Entry[Any, Any], now_us: float) -> float:
-    """A child's score as a memory would give it: importance applied, clamped to 0..1."""
-    s = _child_raw(fn, entry, now_us)
-    if not _includes(fn):
-        s *= entry.importance
-    return 1.0 if s >= 1.0 else (s if s > 0.0 else 0.0)
+def _dump(part: Adapter, state: Any) -> Any:
+    dump = part.dump_state
+    return dump(state) if state is not None and dump is not None else state
 
 
-def _dump(fn: Any, state: Any) -> Any:
-    dump = getattr(fn, "dump_state", None)
-    return dump(state) if state is not None and callable(dump) else state
-
-
-def _load(fn: Any, data: Any) -> Any:
-    load = getattr(fn, "load_state", None)
-    if callable(load):
+def _load(part: Adapter, data: Any) -> Any:
+    load = part.load_state
+    if load is not None:
         return load(data)
-    if data is not None and is_builtin(fn):
-        raise ValueError(f"{short_repr(fn)} keeps no decay_state, got {short_repr(data)}")
+    if data is not None and part.is_builtin:
+        raise ValueError(f"{short_repr(part.fn)} keeps no decay_state, got {short_repr(data)}")
     return data
 
 
-class _Children(ABC):
-    """Shared state handling for combinators holding a fixed tuple of children."""
+def _rehearsed(part: Adapter, entry: Entry[Any, Any], now_us: float) -> Any:
+    rehearse = part.rehearse
+    return None if rehearse is None else rehearse(entry, None, now_us)
+
+
+def _json_list(value: object, where: str, what: str = "a list") -> list[Any]:
+    if not isinstance(value, list):
+        got = type(value).__name__ if what == "a list" else _short(value)
+        raise ValueError(f"{where}: expected {what}, got {got}")
+    return value
+
+
+def _short(value: object) -> str:
+    text_ = str(value)
+    return text_ if len(text_) <= 60 else text_[:57] + "..."
+
+
+class _Children(Stateful):
+    """Shared state handling for combinators holding a fixed tuple of parts (``_parts``, adapters)."""
 
     __slots__ = ()
+    _parts: tuple[Adapter, ...]
 
-    @abstractmethod
     def _children(self) -> tuple[Any, ...]:
-        """The child decay functions, in the order their states are kept."""
+        """The part decay functions, in the order their states are kept."""
+        return tuple(part.fn for part in self._parts)
 
     def _states(self, entry: Entry[Any, Any]) -> tuple[Any, ...]:
         st = entry.decay_state
-        n = len(self._children())
+        n = len(self._parts)
         if type(st) is ChildStates and len(st) == n:
             return st
         return (None,) * n
 
-    def rehearse(self, entry: Entry[Any, Any], now: datetime) -> ChildStates:
-        """The new ``decay_state`` after a rehearsal: each child's own new state."""
-        return self._rehearse(entry, to_us(now))
-
     def _rehearse(self, entry: Entry[Any, Any], now_us: float) -> ChildStates:
         states = self._states(entry)
-        return ChildStates(_child_rehearse(fn, _view(entry, st), now_us) for fn, st in zip(self._children(), states))
+        return ChildStates(_rehearsed(part, _view(entry, st), now_us) for part, st in zip(self._parts, states))
 
     def dump_state(self, state: ChildStates) -> list[Any]:
-        """``decay_state`` as JSON: a list of the children's dumped states."""
-        return [_dump(fn, st) for fn, st in zip(self._children(), state)]
+        """``decay_state`` as JSON: a list of the parts' dumped states."""
+        return [_dump(part, st) for part, st in zip(self._parts, state)]
 
     def load_state(self, data: object) -> ChildStates | None:
         """``decay_state`` from :meth:`dump_state` output; ValueError if malformed."""
         if data is None:
             return None
-        n = len(self._children())
+        n = len(self._parts)
         if not isinstance(data, (list, tuple)) or len(data) != n:
             raise ValueError(f"decay_state must be null or a list of {n} child states")
-        return ChildStates(_load(fn, d) for fn, d in zip(self._children(), data))
+        return ChildStates(_load(part, d) for part, d in zip(self._parts, data))
 
 
-@dataclass(frozen=True, slots=True, init=False)
+def _functions(value: tuple[Any, ...], name: str) -> tuple[Any, ...]:
+    if not value:
+        raise ValueError("Product needs at least one decay function")
+    return tuple(check_decay_function(fn, f"{name}[{i}]") for i, fn in enumerate(value))
+
+
+def _load_functions(value: object, where: str, load: Load) -> list[Any]:
+    return [load(f, f"{where}[{i}]") for i, f in enumerate(_json_list(value, where))]
+
+
 class Product(_Children):
     """The product of several decay functions' raw scores: ``raw = a * b * ...``.
 
@@ -184,42 +163,54 @@ class Product(_Children):
     """
 
     name: ClassVar[str] = "product"
+    params = (Param("functions", _functions, dump=lambda fns: [part_dict(fn) for fn in fns], load=_load_functions),)
+    __slots__ = ("_parts", "functions", "includes_importance")
     functions: tuple[Any, ...]
     includes_importance: bool
 
-    def _children(self) -> tuple[Any, ...]:
-        return self.functions
-
     def __init__(self, *functions: Any) -> None:
-        if not functions:
-            raise ValueError("Product needs at least one decay function")
-        fns = tuple(_check_fn(fn, f"functions[{i}]") for i, fn in enumerate(functions))
-        object.__setattr__(self, "functions", fns)
-        object.__setattr__(self, "includes_importance", any(_includes(fn) for fn in fns))
+        self._init(functions)
 
-    def score(self, entry: Entry[Any, Any], now: datetime) -> float:
-        """The product of the children's raw scores at ``now``."""
-        return self._raw(entry, to_us(now))
+    def _derive(self) -> None:
+        parts = tuple(_part(fn) for fn in self.functions)
+        object.__setattr__(self, "_parts", parts)
+        object.__setattr__(self, "includes_importance", any(not part.multiply for part in parts))
 
     def _raw(self, entry: Entry[Any, Any], now_us: float) -> float:
         out = 1.0
-        for fn, st in zip(self.functions, self._states(entry)):
-            out *= _child_raw(fn, _view(entry, st), now_us)
+        for part, st in zip(self._parts, self._states(entry)):
+            out *= part.raw_us(_view(entry, st), now_us)
             if out == 0.0:
                 break
         return out
 
-    def to_dict(self) -> dict[str, Any]:
-        """Name and the children's ``to_dict()``; ``custom`` if a child is not a built-in."""
-        if not all(_builtin(fn) for fn in self.functions):
-            return {"name": _CUSTOM, "repr": repr(self)[:200]}
-        return {"name": self.name, "functions": [fn.to_dict() for fn in self.functions]}
 
-    def __repr__(self) -> str:
-        return f"Product({', '.join(repr(fn) for fn in self.functions)})"
+def _weights(value: Mapping[Any, float] | Iterable[tuple[Any, float]], name: str) -> tuple[tuple[Any, float], ...]:
+    items = list(value.items() if isinstance(value, Mapping) else value)
+    if not items:
+        raise ValueError("Blend needs at least one (function, weight) pair")
+    pairs: list[tuple[Any, float]] = []
+    for i, pair in enumerate(items):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise ValueError(f"{name}[{i}] must be a (function, weight) pair, got {short_repr(pair)}")
+        fn, w = pair
+        weight = number(w, f"{name}[{i}] weight", low=0.0, high=1e12)
+        pairs.append((check_decay_function(fn, f"{name}[{i}] function"), weight))
+    total = math.fsum(w for _, w in pairs)
+    if total <= 0.0:
+        raise ValueError("Blend weights must have a positive sum")
+    return tuple((fn, w / total) for fn, w in pairs)
 
 
-@dataclass(frozen=True, slots=True, init=False)
+def _load_weights(value: object, where: str, load: Load) -> list[tuple[Any, Any]]:
+    pairs = []
+    for i, pair in enumerate(_json_list(value, where, "a list of [function, weight] pairs")):
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise ValueError(f"{where}[{i}] must be a [function, weight] pair")
+        pairs.append((load(pair[0], f"{where}[{i}]"), pair[1]))
+    return pairs
+
+
 class Blend(_Children):
     """A weighted average of decay functions: ``score = sum(w_i * s_i)`` with ``sum(w_i) = 1``.
 
@@ -245,54 +236,68 @@ class Blend(_Children):
 
     name: ClassVar[str] = "blend"
     includes_importance: ClassVar[bool] = True
+    params = (
+        Param(
+            "weights",
+            _weights,
+            dump=lambda pairs: [[part_dict(fn), w] for fn, w in pairs],
+            show=lambda pairs: repr(list(pairs)),
+            load=_load_weights,
+        ),
+    )
+    __slots__ = ("_parts", "_shares", "weights")
     weights: tuple[tuple[Any, float], ...]
+    _shares: tuple[float, ...]
 
     def __init__(self, weights: Mapping[Any, float] | Iterable[tuple[Any, float]]) -> None:
-        items = list(weights.items() if isinstance(weights, Mapping) else weights)
-        if not items:
-            raise ValueError("Blend needs at least one (function, weight) pair")
-        pairs: list[tuple[Any, float]] = []
-        for i, pair in enumerate(items):
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise ValueError(f"weights[{i}] must be a (function, weight) pair, got {short_repr(pair)}")
-            fn, w = pair
-            pairs.append((_check_fn(fn, f"weights[{i}] function"), finite_in(w, f"weights[{i}] weight", 0.0, 1e12)))
-        total = math.fsum(w for _, w in pairs)
-        if total <= 0.0:
-            raise ValueError("Blend weights must have a positive sum")
-        object.__setattr__(self, "weights", tuple((fn, w / total) for fn, w in pairs))
+        self._init(weights)
+
+    def _derive(self) -> None:
+        object.__setattr__(self, "_parts", tuple(_part(fn) for fn, _ in self.weights))
+        object.__setattr__(self, "_shares", tuple(w for _, w in self.weights))
 
     @property
     def functions(self) -> tuple[Any, ...]:
         """The blended functions, in order."""
         return tuple(fn for fn, _ in self.weights)
 
-    def _children(self) -> tuple[Any, ...]:
-        return tuple(fn for fn, _ in self.weights)
-
-    def score(self, entry: Entry[Any, Any], now: datetime) -> float:
-        """The weighted average of the children's scores at ``now`` (importance applied)."""
-        return self._raw(entry, to_us(now))
-
     def _raw(self, entry: Entry[Any, Any], now_us: float) -> float:
         total = 0.0
-        for (fn, w), st in zip(self.weights, self._states(entry)):
+        for part, w, st in zip(self._parts, self._shares, self._states(entry)):
             if w:
-                total += w * _effective(fn, _view(entry, st), now_us)
+                total += w * part.effective(_view(entry, st), now_us)
         return total
 
-    def to_dict(self) -> dict[str, Any]:
-        """Name and ``[child to_dict(), weight]`` pairs; ``custom`` if a child is not a built-in."""
-        if not all(_builtin(fn) for fn, _ in self.weights):
-            return {"name": _CUSTOM, "repr": repr(self)[:200]}
-        return {"name": self.name, "weights": [[fn.to_dict(), w] for fn, w in self.weights]}
 
-    def __repr__(self) -> str:
-        return f"Blend([{', '.join(f'({fn!r}, {w!r})' for fn, w in self.weights)}])"
+def _choices(value: Mapping[Any, Any] | Iterable[tuple[Any, Any]], name: str) -> tuple[tuple[Hashable, Any], ...]:
+    items = list(value.items() if isinstance(value, Mapping) else value)
+    pairs: list[tuple[Hashable, Any]] = []
+    for i, pair in enumerate(items):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise ValueError(f"{name}[{i}] must be a (value, function) pair, got {short_repr(pair)}")
+        v, fn = pair
+        if not isinstance(v, (str, int, float, bool)) and v is not None:
+            raise TypeError(f"{name}[{i}] value must be a str, number, bool or None, got {type(v).__name__}")
+        if any(u == v and type(u) is type(v) for u, _ in pairs):
+            raise ValueError(f"{name} lists {short_repr(v)} twice")
+        pairs.append((v, check_decay_function(fn, f"{name}[{v!r}]")))
+    return tuple(pairs)
 
 
-@dataclass(frozen=True, slots=True, init=False)
-class ByMetadata:
+def _default(value: Any, name: str) -> Any:
+    return Exponential() if value is None else check_decay_function(value, name)
+
+
+def _load_choices(value: object, where: str, load: Load) -> list[tuple[Any, Any]]:
+    picked = []
+    for i, pair in enumerate(_json_list(value, where, "a list of [value, function] pairs")):
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise ValueError(f"{where}[{i}] must be a [value, function] pair")
+        picked.append((pair[0], load(pair[1], f"{where}[{i}]")))
+    return picked
+
+
+class ByMetadata(Stateful):
     """Pick a decay function per entry from ``entry.metadata[key]``.
 
     ``choices`` maps metadata values to functions; entries whose value is
@@ -320,9 +325,23 @@ class ByMetadata:
 
     name: ClassVar[str] = "by_metadata"
     includes_importance: ClassVar[bool] = True
+    params = (
+        Param("key", text),
+        Param(
+            "choices",
+            _choices,
+            dump=lambda pairs: [[v, part_dict(fn)] for v, fn in pairs],
+            show=lambda pairs: repr(list(pairs)),
+            load=_load_choices,
+        ),
+        Param("default", _default, dump=part_dict, load=lambda value, where, load: load(value, where)),
+    )
+    __slots__ = ("_default_part", "_parts", "choices", "default", "key")
     key: str
     choices: tuple[tuple[Hashable, Any], ...]
     default: Any
+    _parts: tuple[Adapter, ...]
+    _default_part: Adapter
 
     def __init__(
         self,
@@ -330,22 +349,11 @@ class ByMetadata:
         choices: Mapping[Any, Any] | Iterable[tuple[Any, Any]],
         default: Any = None,
     ) -> None:
-        if not isinstance(key, str):
-            raise TypeError(f"key must be a str, got {type(key).__name__}")
-        items = list(choices.items() if isinstance(choices, Mapping) else choices)
-        pairs: list[tuple[Hashable, Any]] = []
-        for i, pair in enumerate(items):
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise ValueError(f"choices[{i}] must be a (value, function) pair, got {short_repr(pair)}")
-            value, fn = pair
-            if not isinstance(value, (str, int, float, bool)) and value is not None:
-                raise TypeError(f"choices[{i}] value must be a str, number, bool or None, got {type(value).__name__}")
-            if any(v == value and type(v) is type(value) for v, _ in pairs):
-                raise ValueError(f"choices lists {short_repr(value)} twice")
-            pairs.append((value, _check_fn(fn, f"choices[{value!r}]")))
-        object.__setattr__(self, "key", key)
-        object.__setattr__(self, "choices", tuple(pairs))
-        object.__setattr__(self, "default", Exponential() if default is None else _check_fn(default, "default"))
+        self._init(key, choices, default)
+
+    def _derive(self) -> None:
+        object.__setattr__(self, "_parts", tuple(_part(fn) for _, fn in self.choices))
+        object.__setattr__(self, "_default_part", _part(self.default))
 
     def pick(self, entry: Entry[Any, Any]) -> tuple[int, Any]:
         """``(index, function)`` chosen for ``entry``; index -1 is the default."""
@@ -359,28 +367,30 @@ class ByMetadata:
         st = entry.decay_state
         return st[1] if type(st) is Picked and st[0] == index else None
 
-    def score(self, entry: Entry[Any, Any], now: datetime) -> float:
-        """The chosen function's score at ``now`` (importance applied)."""
-        return self._raw(entry, to_us(now))
+    def _picked(self, entry: Entry[Any, Any]) -> tuple[int, Adapter]:
+        value = entry.metadata.get(self.key, _MISSING)
+        for i, (v, _) in enumerate(self.choices):
+            if type(v) is type(value) and v == value:
+                return i, self._parts[i]
+        return -1, self._default_part
 
     def _raw(self, entry: Entry[Any, Any], now_us: float) -> float:
-        i, fn = self.pick(entry)
-        return _effective(fn, _view(entry, self._child_state(entry, i)), now_us)
-
-    def rehearse(self, entry: Entry[Any, Any], now: datetime) -> Picked:
-        """The new ``decay_state`` after a rehearsal: the chosen function's new state."""
-        return self._rehearse(entry, to_us(now))
+        i, part = self._picked(entry)
+        return part.effective(_view(entry, self._child_state(entry, i)), now_us)
 
     def _rehearse(self, entry: Entry[Any, Any], now_us: float) -> Picked:
-        i, fn = self.pick(entry)
-        return Picked((i, _child_rehearse(fn, _view(entry, self._child_state(entry, i)), now_us)))
+        i, part = self._picked(entry)
+        return Picked((i, _rehearsed(part, _view(entry, self._child_state(entry, i)), now_us)))
+
+    def _part_at(self, index: int) -> Adapter:
+        return self._default_part if index == -1 else self._parts[index]
 
     def _fn_at(self, index: int) -> Any:
-        return self.default if index == -1 else self.choices[index][1]
+        return self._part_at(index).fn
 
     def dump_state(self, state: Picked) -> list[Any]:
         """``decay_state`` as JSON: ``[choice index, dumped child state]``."""
-        return [state[0], _dump(self._fn_at(state[0]), state[1])]
+        return [state[0], _dump(self._part_at(state[0]), state[1])]
 
     def load_state(self, data: object) -> Picked | None:
         """``decay_state`` from :meth:`dump_state` output; ValueError if malformed."""
@@ -389,32 +399,15 @@ class ByMetadata:
         if not isinstance(data, (list, tuple)) or len(data) != 2:
             raise ValueError("decay_state must be null or [choice index, child state]")
         i = data[0]
-        if isinstance(i, bool) or not isinstance(i, int) or not -1 <= i < len(self.choices):
+        if not is_int(i) or not -1 <= i < len(self.choices):
             raise ValueError(f"decay_state has a bad choice index: {short_repr(i)}")
-        return Picked((i, _load(self._fn_at(i), data[1])))
-
-    def to_dict(self) -> dict[str, Any]:
-        """Name, key, ``[value, child to_dict()]`` pairs and default; ``custom`` if a child is not a built-in."""
-        fns = [fn for _, fn in self.choices] + [self.default]
-        if not all(_builtin(fn) for fn in fns):
-            return {"name": _CUSTOM, "repr": repr(self)[:200]}
-        return {
-            "name": self.name,
-            "key": self.key,
-            "choices": [[v, fn.to_dict()] for v, fn in self.choices],
-            "default": self.default.to_dict(),
-        }
-
-    def __repr__(self) -> str:
-        choices = ", ".join(f"{v!r}: {fn!r}" for v, fn in self.choices)
-        return f"ByMetadata({self.key!r}, {{{choices}}}, default={self.default!r})"
+        return Picked((i, _load(self._part_at(i), data[1])))
 
 
 _MISSING = object()
 
 
-@dataclass(frozen=True, slots=True, init=False)
-class Importance:
+class Importance(Model):
     """The entry's importance as a score: ``raw = min(importance, 1)``, constant in time.
 
     The importance component of :func:`priority_blend`.  It
@@ -430,28 +423,18 @@ class Importance:
 
     name: ClassVar[str] = "importance"
     includes_importance: ClassVar[bool] = True
+    params = ()
+    __slots__ = ()
 
     def __init__(self) -> None:
-        pass
-
-    def score(self, entry: Entry[Any, Any], now: datetime) -> float:
-        """``min(entry.importance, 1)``."""
-        return self._raw(entry, to_us(now))
+        self._init()
 
     def _raw(self, entry: Entry[Any, Any], now_us: float) -> float:
         imp = entry.importance
         return imp if imp < 1.0 else 1.0
 
-    def to_dict(self) -> dict[str, Any]:
-        """Name (there are no parameters)."""
-        return {"name": self.name}
 
-    def __repr__(self) -> str:
-        return "Importance()"
-
-
-@dataclass(frozen=True, slots=True, init=False)
-class Recency:
+class Recency(Model):
     """Recency of creation: ``raw = 0.5 ** (age / half_life)``, age since the entry was put.
 
     The recency component of :func:`priority_blend`: time since creation,
@@ -472,17 +455,16 @@ class Recency:
 
     name: ClassVar[str] = "recency"
     includes_importance: ClassVar[bool] = True
+    params = (Param("half_life", duration),)
+    __slots__ = ("_half_life_us", "half_life")
     half_life: float
     _half_life_us: float
 
     def __init__(self, half_life: timedelta | float = timedelta(days=7)) -> None:
-        secs = seconds(half_life, "half_life")
-        object.__setattr__(self, "half_life", secs)
-        object.__setattr__(self, "_half_life_us", secs * 1e6)
+        self._init(half_life)
 
-    def score(self, entry: Entry[Any, Any], now: datetime) -> float:
-        """``0.5 ** (age / half_life)``."""
-        return self._raw(entry, to_us(now))
+    def _derive(self) -> None:
+        object.__setattr__(self, "_half_life_us", self.half_life * 1e6)
 
     def _raw(self, entry: Entry[Any, Any], now_us: float) -> float:
         age = now_us - entry.inserted_us
@@ -491,16 +473,8 @@ class Recency:
         raw: float = 0.5 ** (age / self._half_life_us)
         return raw
 
-    def to_dict(self) -> dict[str, Any]:
-        """Name and parameters, JSON-ready."""
-        return {"name": self.name, "half_life": self.half_life}
 
-    def __repr__(self) -> str:
-        return f"Recency(half_life={self.half_life!r})"
-
-
-@dataclass(frozen=True, slots=True, init=False)
-class AccessFrequency:
+class AccessFrequency(Model):
     """How often the entry was used: ``raw = min(access_count / saturation, 1)``.
 
     The access component of :func:`priority_blend`: the number of accesses,
@@ -520,27 +494,15 @@ class AccessFrequency:
 
     name: ClassVar[str] = "access_frequency"
     includes_importance: ClassVar[bool] = True
+    params = (Param("saturation", partial(number, low=0, high=1e12, low_open=True)),)
+    __slots__ = ("saturation",)
     saturation: float
 
     def __init__(self, saturation: float = 100.0) -> None:
-        s = finite_in(saturation, "saturation", 0.0, 1e12)
-        if s <= 0.0:
-            raise ValueError(f"saturation must be positive, got {short_repr(saturation)}")
-        object.__setattr__(self, "saturation", s)
-
-    def score(self, entry: Entry[Any, Any], now: datetime) -> float:
-        """``min(access_count / saturation, 1)``."""
-        return self._raw(entry, to_us(now))
+        self._init(saturation)
 
     def _raw(self, entry: Entry[Any, Any], now_us: float) -> float:
         return min(entry.access_count / self.saturation, 1.0)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Name and parameters, JSON-ready."""
-        return {"name": self.name, "saturation": self.saturation}
-
-    def __repr__(self) -> str:
-        return f"AccessFrequency(saturation={self.saturation!r})"
 
 
 def priority_blend(
@@ -574,18 +536,27 @@ def priority_blend(
         saturation: Access count at which the access component is 1.
         retention_fn: The retention model (``StabilityExponential()`` if None).
 
+    Raises:
+        ValueError, TypeError: a bad weight, half-life, saturation or retention model
+            (the message names the parameter), or weights that sum to 0.
+
     >>> from datetime import datetime, timezone
     >>> from lethe import Entry
     >>> t = datetime(2026, 1, 1, tzinfo=timezone.utc)
     >>> round(priority_blend().score(Entry(key=1, value="v", inserted_at=t, last_accessed_at=t), t), 12)
     0.8
     """
-    ret = StabilityExponential() if retention_fn is None else retention_fn
+    weights = [number(w, n, low=0.0, high=1e12) for w, n in _named(importance, recency, access, retention)]
+    ret = StabilityExponential() if retention_fn is None else check_decay_function(retention_fn, "retention_fn")
     return Blend(
         [
-            (Importance(), importance),
-            (Recency(half_life=recency_half_life), recency),
-            (AccessFrequency(saturation=saturation), access),
-            (ret, retention),
+            (Importance(), weights[0]),
+            (Recency(half_life=duration(recency_half_life, "recency_half_life")), weights[1]),
+            (AccessFrequency(saturation=saturation), weights[2]),
+            (ret, weights[3]),
         ]
     )
+
+
+def _named(*weights: object) -> zip[tuple[object, str]]:
+    return zip(weights, ("importance", "recency", "access", "retention"))

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
+from functools import partial
 from typing import Any, ClassVar
 
-from lethe._clock import seconds, to_us
 from lethe._entry import Entry
 from lethe._reprs import short_repr
-from lethe.decay._protocol import finite_in, finite_positive
+from lethe._validate import duration, finite_float, is_number, number, text
+from lethe.decay._base import Model, Param
 
 __all__ = ["AdaptiveDecay", "EbbinghausLTP", "PowerLaw", "SoftFloor", "StabilityExponential"]
 
@@ -22,24 +22,29 @@ _BIG = 1e6
 _LN2 = math.log(2.0)
 
 
+def _within(low: float, high: float) -> Any:
+    """The check of a number parameter between ``low`` and ``high`` (inclusive)."""
+    return partial(number, low=low, high=high)
+
+
+_POSITIVE = partial(number, low=0, low_open=True)
+
+
 def _unit(value: object) -> float:
-    """A metadata number clamped to 0..1; 0.0 for anything that is not a finite number."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """A metadata number clamped to 0..1 (an int of any size included); 0.0 for NaN or a non-number."""
+    if not is_number(value):
         return 0.0
-    f = float(value)
-    if f != f:
-        return 0.0
-    return 0.0 if f <= 0.0 else (1.0 if f >= 1.0 else f)
+    # Compared before converting: an int too large for a float still compares exactly.
+    return 1.0 if value >= 1 else (float(value) if value > 0 else 0.0)
 
 
 def _count(value: object) -> float:
-    """A metadata count: a number >= 0, or the size of a collection; 0.0 otherwise."""
+    """A metadata count: a finite number >= 0, or the size of a collection; 0.0 otherwise
+    (an int too large for a float included, like an infinity)."""
     if isinstance(value, (list, tuple, set, frozenset, dict)):
         return float(len(value))
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return 0.0
-    f = float(value)
-    return f if 0.0 <= f < math.inf else 0.0
+    f = finite_float(value)
+    return f if f is not None and f >= 0.0 else 0.0
 
 
 def _sigmoid(x: float) -> float:
@@ -49,8 +54,7 @@ def _sigmoid(x: float) -> float:
     return z / (1.0 + z)
 
 
-@dataclass(frozen=True, slots=True, init=False)
-class EbbinghausLTP:
+class EbbinghausLTP(Model):
     """Ebbinghaus forgetting with long-term potentiation, frequency and emotion boosts.
 
     ``raw = exp(-t / tau_eff) * (1 + alpha * f) * (1 + beta * E)`` where ``t`` is
@@ -85,6 +89,14 @@ class EbbinghausLTP:
     """
 
     name: ClassVar[str] = "ebbinghaus_ltp"
+    params = (
+        Param("base_tau", duration),
+        Param("ltp_multiplier", _within(1.0, _BIG)),
+        Param("alpha", _within(0.0, _BIG)),
+        Param("beta", _within(0.0, _BIG)),
+        Param("emotion_key", text),
+    )
+    __slots__ = ("_tau_us", "alpha", "base_tau", "beta", "emotion_key", "ltp_multiplier")
     base_tau: float
     ltp_multiplier: float
     alpha: float
@@ -100,15 +112,10 @@ class EbbinghausLTP:
         beta: float = 0.2,
         emotion_key: str = "emotional_tone",
     ) -> None:
-        secs = seconds(base_tau, "base_tau")
-        if not isinstance(emotion_key, str):
-            raise TypeError(f"emotion_key must be a str, got {type(emotion_key).__name__}")
-        object.__setattr__(self, "base_tau", secs)
-        object.__setattr__(self, "ltp_multiplier", finite_in(ltp_multiplier, "ltp_multiplier", 1.0, _BIG))
-        object.__setattr__(self, "alpha", finite_in(alpha, "alpha", 0.0, _BIG))
-        object.__setattr__(self, "beta", finite_in(beta, "beta", 0.0, _BIG))
-        object.__setattr__(self, "emotion_key", emotion_key)
-        object.__setattr__(self, "_tau_us", secs * 1e6)
+        self._init(base_tau, ltp_multiplier, alpha, beta, emotion_key)
+
+    def _derive(self) -> None:
+        object.__setattr__(self, "_tau_us", self.base_tau * 1e6)
 
     def effective_tau(self, retrievals: int) -> float:
         """``tau_eff`` in seconds after ``retrievals`` retrievals (``inf`` if it overflows)."""
@@ -116,10 +123,6 @@ class EbbinghausLTP:
             return self.base_tau * self.ltp_multiplier**retrievals
         except OverflowError:
             return math.inf
-
-    def score(self, entry: Entry[Any, Any], now: datetime) -> float:
-        """Raw score of ``entry`` at ``now`` (importance not applied; may exceed 1)."""
-        return self._raw(entry, to_us(now))
 
     def _raw(self, entry: Entry[Any, Any], now_us: float) -> float:
         n = entry.access_count
@@ -135,26 +138,8 @@ class EbbinghausLTP:
         e = _unit(entry.metadata.get(self.emotion_key)) if self.beta else 0.0
         return decay * (1.0 + self.alpha * f) * (1.0 + self.beta * e)
 
-    def to_dict(self) -> dict[str, Any]:
-        """Name and parameters, JSON-ready."""
-        return {
-            "name": self.name,
-            "base_tau": self.base_tau,
-            "ltp_multiplier": self.ltp_multiplier,
-            "alpha": self.alpha,
-            "beta": self.beta,
-            "emotion_key": self.emotion_key,
-        }
 
-    def __repr__(self) -> str:
-        return (
-            f"EbbinghausLTP(base_tau={self.base_tau!r}, ltp_multiplier={self.ltp_multiplier!r}, "
-            f"alpha={self.alpha!r}, beta={self.beta!r}, emotion_key={self.emotion_key!r})"
-        )
-
-
-@dataclass(frozen=True, slots=True, init=False)
-class StabilityExponential:
+class StabilityExponential(Model):
     """Ebbinghaus retention with importance-scaled stability that grows with each access.
 
     ``R = exp(-t / S)`` with ``S = half_life * importance * growth ** access_count``
@@ -184,15 +169,17 @@ class StabilityExponential:
 
     name: ClassVar[str] = "stability_exponential"
     includes_importance: ClassVar[bool] = True
+    params = (Param("half_life", duration), Param("growth", _within(1.0, _BIG)))
+    __slots__ = ("_half_life_us", "growth", "half_life")
     half_life: float
     growth: float
     _half_life_us: float
 
     def __init__(self, half_life: timedelta | float = timedelta(days=1), growth: float = 1.5) -> None:
-        secs = seconds(half_life, "half_life")
-        object.__setattr__(self, "half_life", secs)
-        object.__setattr__(self, "growth", finite_in(growth, "growth", 1.0, _BIG))
-        object.__setattr__(self, "_half_life_us", secs * 1e6)
+        self._init(half_life, growth)
+
+    def _derive(self) -> None:
+        object.__setattr__(self, "_half_life_us", self.half_life * 1e6)
 
     def stability(self, entry: Entry[Any, Any]) -> float:
         """``S`` in seconds for ``entry`` (``inf`` if it overflows)."""
@@ -200,10 +187,6 @@ class StabilityExponential:
             return self.half_life * entry.importance * self.growth**entry.access_count
         except OverflowError:
             return math.inf
-
-    def score(self, entry: Entry[Any, Any], now: datetime) -> float:
-        """Retention ``R`` of ``entry`` at ``now`` (importance already applied)."""
-        return self._raw(entry, to_us(now))
 
     def _raw(self, entry: Entry[Any, Any], now_us: float) -> float:
         imp = entry.importance
@@ -234,19 +217,15 @@ class StabilityExponential:
             return None if score <= 0.0 else 0.0
         return self.stability(entry) * -math.log(score) if score < 1.0 else 0.0
 
-    def to_dict(self) -> dict[str, Any]:
-        """Name and parameters, JSON-ready."""
-        return {"name": self.name, "half_life": self.half_life, "growth": self.growth}
-
-    def __repr__(self) -> str:
-        return f"StabilityExponential(half_life={self.half_life!r}, growth={self.growth!r})"
-
 
 _TYPE_MULTIPLIERS = {"fact": 0.3, "preference": 0.5, "insight": 0.7, "conversation": 1.0}
 
 
-def _multipliers(value: object) -> tuple[tuple[str, float], ...]:
+def _multipliers(value: object, name: str = "type_multipliers") -> tuple[tuple[str, float], ...]:
+    """``type_multipliers`` (None: the defaults) as sorted ``(type, multiplier)`` pairs."""
     items: Iterable[Any]
+    if value is None:
+        value = _TYPE_MULTIPLIERS
     if isinstance(value, Mapping):
         items = value.items()
     elif isinstance(value, (list, tuple)):
@@ -258,14 +237,12 @@ def _multipliers(value: object) -> tuple[tuple[str, float], ...]:
         if not isinstance(pair, (list, tuple)) or len(pair) != 2:
             raise ValueError(f"type_multipliers: bad item {short_repr(pair)}")
         key, mult = pair
-        if not isinstance(key, str):
-            raise TypeError(f"type_multipliers keys must be str, got {type(key).__name__}")
-        out[key] = finite_in(mult, f"type_multipliers[{key!r}]", 0.0, _BIG)
+        text(key, "type_multipliers keys")
+        out[key] = number(mult, f"type_multipliers[{key!r}]", low=0.0, high=_BIG)
     return tuple(sorted(out.items()))
 
 
-@dataclass(frozen=True, slots=True, init=False)
-class AdaptiveDecay:
+class AdaptiveDecay(Model):
     """Adaptive decay: type, access, graph and channel aware, with a retention floor.
 
     An exponential decay whose rate adapts to the entry: a per-type rate,
@@ -323,6 +300,36 @@ class AdaptiveDecay:
 
     name: ClassVar[str] = "adaptive"
     includes_importance: ClassVar[bool] = True
+    params = (
+        Param("type_key", text),
+        Param("connections_key", text),
+        Param("channels_key", text),
+        Param("base_rate", _within(0.0, _BIG)),
+        Param("min_retention", _within(0.0, 1.0)),
+        Param("access_stability_k", _within(0.0, _BIG)),
+        Param("relation_resistance_k", _within(0.0, _BIG)),
+        Param("channel_diversity_k", _within(0.0, _BIG)),
+        Param("recency_boost", _within(1.0, _BIG)),
+        Param("recency_age_threshold", _within(0.0, 1e12)),
+        Param("recency_access_threshold", _within(0.0, 1e12)),
+        Param("type_multipliers", _multipliers, dump=dict, show=lambda pairs: repr(dict(pairs))),
+        Param("default_multiplier", _within(0.0, _BIG)),
+    )
+    __slots__ = (
+        "access_stability_k",
+        "base_rate",
+        "channel_diversity_k",
+        "channels_key",
+        "connections_key",
+        "default_multiplier",
+        "min_retention",
+        "recency_access_threshold",
+        "recency_age_threshold",
+        "recency_boost",
+        "relation_resistance_k",
+        "type_key",
+        "type_multipliers",
+    )
     type_key: str
     connections_key: str
     channels_key: str
@@ -353,29 +360,21 @@ class AdaptiveDecay:
         type_multipliers: Mapping[str, float] | Iterable[tuple[str, float]] | None = None,
         default_multiplier: float = 1.0,
     ) -> None:
-        keys = (("type_key", type_key), ("connections_key", connections_key), ("channels_key", channels_key))
-        for label, key in keys:
-            if not isinstance(key, str):
-                raise TypeError(f"{label} must be a str, got {type(key).__name__}")
-        set_ = object.__setattr__
-        set_(self, "type_key", type_key)
-        set_(self, "connections_key", connections_key)
-        set_(self, "channels_key", channels_key)
-        set_(self, "base_rate", finite_in(base_rate, "base_rate", 0.0, _BIG))
-        set_(self, "min_retention", finite_in(min_retention, "min_retention", 0.0, 1.0))
-        set_(self, "access_stability_k", finite_in(access_stability_k, "access_stability_k", 0.0, _BIG))
-        set_(self, "relation_resistance_k", finite_in(relation_resistance_k, "relation_resistance_k", 0.0, _BIG))
-        set_(self, "channel_diversity_k", finite_in(channel_diversity_k, "channel_diversity_k", 0.0, _BIG))
-        set_(self, "recency_boost", finite_in(recency_boost, "recency_boost", 1.0, _BIG))
-        set_(self, "recency_age_threshold", finite_in(recency_age_threshold, "recency_age_threshold", 0.0, 1e12))
-        set_(
-            self,
-            "recency_access_threshold",
-            finite_in(recency_access_threshold, "recency_access_threshold", 0.0, 1e12),
+        self._init(
+            type_key,
+            connections_key,
+            channels_key,
+            base_rate,
+            min_retention,
+            access_stability_k,
+            relation_resistance_k,
+            channel_diversity_k,
+            recency_boost,
+            recency_age_threshold,
+            recency_access_threshold,
+            type_multipliers,
+            default_multiplier,
         )
-        given = _TYPE_MULTIPLIERS if type_multipliers is None else type_multipliers
-        set_(self, "type_multipliers", _multipliers(given))
-        set_(self, "default_multiplier", finite_in(default_multiplier, "default_multiplier", 0.0, _BIG))
 
     def type_multiplier(self, kind: object) -> float:
         """The rate multiplier for a memory type (``default_multiplier`` if unknown)."""
@@ -393,10 +392,6 @@ class AdaptiveDecay:
         mult = self.type_multiplier(meta.get(self.type_key))
         return self.base_rate * mult * channel / stability * (1.0 - resistance)
 
-    def score(self, entry: Entry[Any, Any], now: datetime) -> float:
-        """Decayed importance of ``entry`` at ``now`` (importance already applied)."""
-        return self._raw(entry, to_us(now))
-
     def _raw(self, entry: Entry[Any, Any], now_us: float) -> float:
         imp = entry.importance
         hours = (now_us - entry.inserted_us) / _HOUR_US
@@ -411,31 +406,8 @@ class AdaptiveDecay:
         floor = self.min_retention * imp
         return decayed if decayed > floor else floor
 
-    def to_dict(self) -> dict[str, Any]:
-        """Name and parameters, JSON-ready."""
-        return {
-            "name": self.name,
-            "type_key": self.type_key,
-            "connections_key": self.connections_key,
-            "channels_key": self.channels_key,
-            "base_rate": self.base_rate,
-            "min_retention": self.min_retention,
-            "access_stability_k": self.access_stability_k,
-            "relation_resistance_k": self.relation_resistance_k,
-            "channel_diversity_k": self.channel_diversity_k,
-            "recency_boost": self.recency_boost,
-            "recency_age_threshold": self.recency_age_threshold,
-            "recency_access_threshold": self.recency_access_threshold,
-            "type_multipliers": dict(self.type_multipliers),
-            "default_multiplier": self.default_multiplier,
-        }
 
-    def __repr__(self) -> str:
-        return f"AdaptiveDecay(base_rate={self.base_rate!r}, min_retention={self.min_retention!r})"
-
-
-@dataclass(frozen=True, slots=True, init=False)
-class PowerLaw:
+class PowerLaw(Model):
     """Power-law forgetting: ``raw = (1 + t / (k * half_life)) ** -exponent``.
 
     ``t`` is the time since the last access and ``k = 1 / (2 ** (1 / exponent) - 1)``,
@@ -461,37 +433,33 @@ class PowerLaw:
     """
 
     name: ClassVar[str] = "power_law"
+    params = (Param("half_life", duration), Param("exponent", partial(number, low=0, high=1e3, low_open=True)))
+    __slots__ = ("_scale_us", "exponent", "half_life")
     half_life: float
     exponent: float
     _scale_us: float
 
     def __init__(self, half_life: timedelta | float = _HOUR, exponent: float = 1.0) -> None:
-        secs = seconds(half_life, "half_life")
-        p = finite_in(exponent, "exponent", 0.0, 1e3)
-        if p <= 0.0:
-            raise ValueError(f"exponent must be positive, got {short_repr(exponent)}")
+        self._init(half_life, exponent)
+
+    def _derive(self) -> None:
+        secs, p = self.half_life, self.exponent
         try:
             k = 1.0 / math.expm1(_LN2 / p)
         except OverflowError:
-            raise ValueError(f"exponent must be at least about 0.001, got {short_repr(exponent)}") from None
+            raise ValueError(f"exponent must be at least about 0.001, got {short_repr(p)}") from None
         scale_us = k * secs * 1e6
         if not scale_us > 0.0:
             raise ValueError(
                 f"half_life ({short_repr(secs)} s) with exponent {short_repr(p)} gives a time scale "
                 "k * half_life that underflows to 0; use a longer half_life or a larger exponent"
             )
-        object.__setattr__(self, "half_life", secs)
-        object.__setattr__(self, "exponent", p)
         object.__setattr__(self, "_scale_us", scale_us)
 
     @property
     def k(self) -> float:
         """``1 / (2 ** (1 / exponent) - 1)``: makes one half-life score 0.5."""
         return 1.0 / math.expm1(math.log(2.0) / self.exponent)
-
-    def score(self, entry: Entry[Any, Any], now: datetime) -> float:
-        """Raw score of ``entry`` at ``now`` (importance not applied)."""
-        return self._raw(entry, to_us(now))
 
     def _raw(self, entry: Entry[Any, Any], now_us: float) -> float:
         elapsed = now_us - entry.accessed_us
@@ -511,16 +479,8 @@ class PowerLaw:
         except OverflowError:  # too far to be a float: beyond any representable time
             return math.inf
 
-    def to_dict(self) -> dict[str, Any]:
-        """Name and parameters, JSON-ready."""
-        return {"name": self.name, "half_life": self.half_life, "exponent": self.exponent}
 
-    def __repr__(self) -> str:
-        return f"PowerLaw(half_life={self.half_life!r}, exponent={self.exponent!r})"
-
-
-@dataclass(frozen=True, slots=True, init=False)
-class SoftFloor:
+class SoftFloor(Model):
     """Exponential decay towards an importance-gated floor: important entries never vanish.
 
     ``raw = floor + (1 - floor) * 0.5 ** (t / half_life)``, ``t`` since the last
@@ -556,6 +516,13 @@ class SoftFloor:
     """
 
     name: ClassVar[str] = "soft_floor"
+    params = (
+        Param("half_life", duration),
+        Param("floor_max", _within(0.0, 1.0)),
+        Param("midpoint", _POSITIVE),
+        Param("steepness", _POSITIVE),
+    )
+    __slots__ = ("_half_life_us", "floor_max", "half_life", "midpoint", "steepness")
     half_life: float
     floor_max: float
     midpoint: float
@@ -569,12 +536,10 @@ class SoftFloor:
         midpoint: float = 0.7,
         steepness: float = 10.0,
     ) -> None:
-        secs = seconds(half_life, "half_life")
-        object.__setattr__(self, "half_life", secs)
-        object.__setattr__(self, "floor_max", finite_in(floor_max, "floor_max", 0.0, 1.0))
-        object.__setattr__(self, "midpoint", finite_positive(midpoint, "midpoint"))
-        object.__setattr__(self, "steepness", finite_positive(steepness, "steepness"))
-        object.__setattr__(self, "_half_life_us", secs * 1e6)
+        self._init(half_life, floor_max, midpoint, steepness)
+
+    def _derive(self) -> None:
+        object.__setattr__(self, "_half_life_us", self.half_life * 1e6)
 
     def floor(self, importance: float) -> float:
         """The floor for an entry of this importance (0.0 at importance <= 1)."""
@@ -583,10 +548,6 @@ class SoftFloor:
         g0 = _sigmoid(-self.steepness * self.midpoint)
         g = _sigmoid(self.steepness * (importance - 1.0 - self.midpoint))
         return self.floor_max * max(0.0, (g - g0) / (1.0 - g0))
-
-    def score(self, entry: Entry[Any, Any], now: datetime) -> float:
-        """Raw score of ``entry`` at ``now`` (importance not applied)."""
-        return self._raw(entry, to_us(now))
 
     def _raw(self, entry: Entry[Any, Any], now_us: float) -> float:
         elapsed = now_us - entry.accessed_us
@@ -608,19 +569,3 @@ class SoftFloor:
             return 0.0
         secs: float = self.half_life * math.log2((1.0 - floor) / (score - floor))
         return secs
-
-    def to_dict(self) -> dict[str, Any]:
-        """Name and parameters, JSON-ready."""
-        return {
-            "name": self.name,
-            "half_life": self.half_life,
-            "floor_max": self.floor_max,
-            "midpoint": self.midpoint,
-            "steepness": self.steepness,
-        }
-
-    def __repr__(self) -> str:
-        return (
-            f"SoftFloor(half_life={self.half_life!r}, floor_max={self.floor_max!r}, "
-            f"midpoint={self.midpoint!r}, steepness={self.steepness!r})"
-        )

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, ClassVar
 
-from lethe._clock import to_us
 from lethe._entry import Entry
 from lethe._reprs import short_repr
-from lethe.decay._protocol import finite_in
+from lethe._validate import finite_float, number
+from lethe.decay._base import Param, Stateful
 
 __all__ = ["FSRS", "FSRS6_DEFAULT_PARAMETERS", "FSRS6_PARAMETER_BOUNDS"]
 
@@ -79,8 +77,16 @@ def _clamp_d(d: float) -> float:
     return 1.0 if d < 1.0 else (10.0 if d > 10.0 else d)
 
 
-@dataclass(frozen=True, slots=True, init=False)
-class FSRS:
+def _weights(value: object, name: str) -> tuple[float, ...]:
+    """The 21 FSRS-6 weights (None: the published defaults), each within its bounds."""
+    given = FSRS6_DEFAULT_PARAMETERS if value is None else value
+    if isinstance(given, (str, bytes)) or not isinstance(given, Sequence) or len(given) != 21:
+        raise ValueError(f"{name} must be a sequence of 21 numbers (FSRS-6 weights w[0]..w[20])")
+    bounds = FSRS6_PARAMETER_BOUNDS
+    return tuple(number(v, f"{name}[{i}]", low=low, high=high) for i, (v, (low, high)) in enumerate(zip(given, bounds)))
+
+
+class FSRS(Stateful):
     """FSRS-6 retrievability, with every insertion and rehearsal a review rated Good.
 
     Forgetting curve (FSRS-6): ``R(t, S) = (1 + factor * t / S) ** -decay`` with
@@ -125,6 +131,8 @@ class FSRS:
     """
 
     name: ClassVar[str] = "fsrs"
+    params = (Param("parameters", _weights, dump=list, show=lambda w: repr(list(w))),)
+    __slots__ = ("_d0", "_d_easy", "_decay", "_factor", "_s0", "parameters")
     parameters: tuple[float, ...]
     _decay: float
     _factor: float
@@ -133,17 +141,11 @@ class FSRS:
     _d_easy: float
 
     def __init__(self, parameters: Sequence[float] | None = None) -> None:
-        given = FSRS6_DEFAULT_PARAMETERS if parameters is None else parameters
-        if isinstance(given, (str, bytes)) or not isinstance(given, Sequence) or len(given) != 21:
-            raise ValueError("parameters must be a sequence of 21 numbers (FSRS-6 weights w[0]..w[20])")
-        w: list[float] = []
-        for i, v in enumerate(given):
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise ValueError(f"parameters[{i}] must be a finite number, got {short_repr(v)}")
-            low, high = FSRS6_PARAMETER_BOUNDS[i]
-            w.append(finite_in(v, f"parameters[{i}]", low, high))
+        self._init(parameters)
+
+    def _derive(self) -> None:
+        w = self.parameters
         decay = w[20]
-        object.__setattr__(self, "parameters", tuple(w))
         object.__setattr__(self, "_decay", decay)
         object.__setattr__(self, "_factor", 0.9 ** (-1.0 / decay) - 1.0)
         object.__setattr__(self, "_s0", max(w[2], _S_MIN))
@@ -174,10 +176,6 @@ class FSRS:
             return (st[0], st[1])
         return (self._s0, self._d0)
 
-    def score(self, entry: Entry[Any, Any], now: datetime) -> float:
-        """Retrievability of ``entry`` at ``now`` (importance not applied)."""
-        return self._raw(entry, to_us(now))
-
     def _raw(self, entry: Entry[Any, Any], now_us: float) -> float:
         elapsed = now_us - entry.accessed_us
         if elapsed <= 0.0:
@@ -197,10 +195,6 @@ class FSRS:
             s_new = s * (1.0 + math.exp(w[8]) * (11.0 - d) * s ** -w[9] * math.expm1(w[10] * (1.0 - r)))
         d_new = _clamp_d(w[7] * self._d_easy + (1.0 - w[7]) * d)
         return (_S_MIN if s_new < _S_MIN else (_S_MAX if s_new > _S_MAX else s_new), d_new)
-
-    def rehearse(self, entry: Entry[Any, Any], now: datetime) -> tuple[float, float]:
-        """The new ``decay_state`` ``(S, D)`` after a rehearsal (a Good review) at ``now``."""
-        return self._rehearse(entry, to_us(now))
 
     def _rehearse(self, entry: Entry[Any, Any], now_us: float) -> tuple[float, float]:
         s, d = self.state(entry)
@@ -229,19 +223,10 @@ class FSRS:
             return None
         if not isinstance(data, (list, tuple)) or len(data) != 2:
             raise ValueError("decay_state must be null or [stability, difficulty]")
-        for v in data:
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise ValueError(f"decay_state holds a bad number: {short_repr(v)}")
-        s, d = float(data[0]), float(data[1])
+        s, d = finite_float(data[0]), finite_float(data[1])
+        if s is None or d is None:
+            bad = data[0] if s is None else data[1]
+            raise ValueError(f"decay_state holds a bad number: {short_repr(bad)}")
         if s <= 0.0 or not 1.0 <= d <= 10.0:
             raise ValueError(f"decay_state needs stability > 0 and difficulty in 1..10, got {short_repr(data)}")
         return (s, d)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Name and parameters, JSON-ready."""
-        return {"name": self.name, "parameters": list(self.parameters)}
-
-    def __repr__(self) -> str:
-        if self.parameters == FSRS6_DEFAULT_PARAMETERS:
-            return "FSRS()"
-        return f"FSRS(parameters={list(self.parameters)!r})"

@@ -1,19 +1,32 @@
-"""The decay-function protocol and the glue that turns any decay function into a scorer."""
+"""What a decay function is: the protocol, and its optional members each declared as a Protocol.
+
+The one module that says which members lethe looks for on a decay function.
+:mod:`lethe.decay._adapter` is the one place that looks them up.
+"""
 
 from __future__ import annotations
 
-import inspect
-import math
-from collections.abc import Callable
-from datetime import datetime
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
-from lethe._clock import from_us
 from lethe._entry import Entry
-from lethe._hooks import closed_if_awaitable
-from lethe._reprs import short_repr
 
-__all__ = ["DecayCallable", "DecayFunction", "is_builtin"]
+__all__ = [
+    "BatchValues",
+    "DecayCallable",
+    "DecayFunction",
+    "DeclaresRate",
+    "FastRehearse",
+    "FastScore",
+    "Forecasts",
+    "HasHalfLife",
+    "IncludesImportance",
+    "KeepsState",
+    "MergesStates",
+    "Rehearses",
+    "Serializable",
+]
 
 
 @runtime_checkable
@@ -48,6 +61,16 @@ class DecayFunction(Protocol):
     ``time_until(entry, score) -> float | None``
         Seconds after ``entry.last_accessed_at`` at which the raw score falls
         to ``score`` (closed-form forecasts); None for never.
+    ``half_life: float | timedelta``
+        The half-life the function was built with, which the memory reports
+        as its own (``Memory.half_life``).
+    ``dump_state(state)``, ``load_state(data)``
+        ``decay_state`` to JSON and back, for :meth:`~lethe.Memory.to_dict`.
+    ``merge_states(entries) -> state``
+        One ``decay_state`` for entries merged by :meth:`~lethe.Memory.consolidate`.
+
+    Each optional member is declared below as a runtime-checkable Protocol
+    (``Rehearses``, ``DeclaresRate``...), for type checkers and ``isinstance``.
 
     Any plain callable ``(entry, now) -> float`` works too; the memory wraps it.
 
@@ -64,81 +87,101 @@ class DecayFunction(Protocol):
 DecayCallable = Callable[[Entry[Any, Any], datetime], float]
 
 
-def is_builtin(fn: object) -> bool:
-    """Whether ``fn`` is one of lethe's own decay functions.
+@runtime_checkable
+class IncludesImportance(Protocol):
+    """A decay function whose ``score`` already accounts for ``entry.importance``."""
 
-    Built-ins are trusted: the memory calls their float fast path (``_raw``,
-    ``_rehearse``) and does not re-check their results.
-    """
-    return type(fn).__module__.startswith("lethe.decay.")
+    includes_importance: bool
 
 
-def is_async(fn: object) -> bool:
-    """Whether calling ``fn`` (or, for a decay object, its ``score``) returns an awaitable by
-    construction: an ``async def``, also as ``__call__``, or an async generator."""
-    score = getattr(fn, "score", None)
-    target = score if callable(score) else fn
-    if inspect.iscoroutinefunction(target) or inspect.isasyncgenfunction(target):
-        return True
-    if inspect.isfunction(target) or inspect.ismethod(target):
-        return False
-    call = next((vars(c)["__call__"] for c in type(target).__mro__ if "__call__" in vars(c)), None)
-    return inspect.iscoroutinefunction(call) or inspect.isasyncgenfunction(call)
+@runtime_checkable
+class Rehearses(Protocol):
+    """A decay function that keeps a per-entry ``decay_state``, updated on each rehearsal."""
+
+    def rehearse(self, entry: Entry[Any, Any], now: datetime) -> Any:
+        """The entry's new ``decay_state`` after a rehearsal at ``now`` (``entry`` as it was before)."""
+        ...
 
 
-def checked_score(value: object, key: object, where: str = "decay_fn") -> float:
-    """A custom decay function's result as a finite float.
+@runtime_checkable
+class DeclaresRate(Protocol):
+    """A decay function with one exponential rate per second for every entry (indexable ranking)."""
 
-    Raises:
-        TypeError: ``value`` is an awaitable (an ``async def`` score); it is closed first,
-            so no "coroutine was never awaited" warning follows.
-        ValueError: ``value`` is not a number, is NaN or infinite, or an int beyond
-            float range.  Messages name ``where`` and the key, with bounded reprs.
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        if closed_if_awaitable(value):
-            raise TypeError(
-                f"{where} returned an awaitable for key {short_repr(key)}; "
-                "it must return a number (an async def cannot be a decay function)"
-            )
-        raise ValueError(f"{where} returned {short_repr(value)} for key {short_repr(key)}; it must return a number")
-    try:
-        f = float(value)
-    except OverflowError:
-        raise ValueError(
-            f"{where} returned {short_repr(value)} for key {short_repr(key)}; it must fit in a float"
-        ) from None
-    if f != f or f in (math.inf, -math.inf):
-        raise ValueError(f"{where} returned {short_repr(value)} for key {short_repr(key)}; it must be finite")
-    return f
+    @property
+    def decay_rate(self) -> float:
+        """``score == exp(-decay_rate * seconds since the last access)`` for every entry."""
+        ...
 
 
-def finite_positive(value: object, name: str) -> float:
-    """``value`` as a positive finite float, else ValueError/TypeError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    try:
-        f = float(value)
-    except OverflowError:
-        raise ValueError(f"{name} must be finite, got {short_repr(value)}") from None
-    if not (0.0 < f < math.inf):
-        raise ValueError(f"{name} must be positive and finite, got {short_repr(value)}")
-    return f
+@runtime_checkable
+class Serializable(Protocol):
+    """A decay function that describes itself as JSON (built-ins only are read back)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Name and parameters, JSON-ready."""
+        ...
 
 
-def finite_in(value: object, name: str, low: float, high: float) -> float:
-    """``value`` as a float in ``low..high`` (inclusive), else ValueError/TypeError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    try:
-        f = float(value)
-    except OverflowError:
-        raise ValueError(f"{name} must be between {low} and {high}, got {short_repr(value)}") from None
-    if not (low <= f <= high):
-        raise ValueError(f"{name} must be between {low} and {high}, got {short_repr(value)}")
-    return f
+@runtime_checkable
+class Forecasts(Protocol):
+    """A decay function with a closed-form inverse: when the raw score falls to a value."""
+
+    def time_until(self, entry: Entry[Any, Any], score: float) -> float | None:
+        """Seconds after the last access at which the raw score falls to ``score``; None for never."""
+        ...
 
 
-def now_of(now_us: float) -> datetime:
-    """The datetime for a microsecond count (for calling user code)."""
-    return from_us(now_us)
+@runtime_checkable
+class HasHalfLife(Protocol):
+    """A decay function that declares the half-life it was built with."""
+
+    @property
+    def half_life(self) -> float | timedelta:
+        """Seconds (or a ``timedelta``)."""
+        ...
+
+
+@runtime_checkable
+class KeepsState(Protocol):
+    """A decay function whose ``decay_state`` has its own JSON form."""
+
+    def dump_state(self, state: Any) -> Any:
+        """``decay_state`` as JSON."""
+        ...
+
+    def load_state(self, data: object) -> Any:
+        """``decay_state`` from :meth:`dump_state` output; ValueError if malformed."""
+        ...
+
+
+@runtime_checkable
+class MergesStates(Protocol):
+    """A decay function that merges the states of entries consolidated into one."""
+
+    def merge_states(self, entries: Sequence[Entry[Any, Any]]) -> Any:
+        """One ``decay_state`` for the merged entry."""
+        ...
+
+
+# The fast paths of lethe's own models (trusted: called only on built-ins).
+
+
+@runtime_checkable
+class FastScore(Protocol):
+    """``_raw(entry, now_us)``: the raw score at a microsecond count, without a datetime."""
+
+    def _raw(self, entry: Entry[Any, Any], now_us: float) -> float: ...
+
+
+@runtime_checkable
+class FastRehearse(Protocol):
+    """``_rehearse(entry, now_us)``: :meth:`Rehearses.rehearse` at a microsecond count."""
+
+    def _rehearse(self, entry: Entry[Any, Any], now_us: float) -> Any: ...
+
+
+@runtime_checkable
+class BatchValues(Protocol):
+    """``_values(entries, now_us)``: rank values (``raw * importance``, 0.0 once expired) of many entries."""
+
+    def _values(self, entries: list[Entry[Any, Any]], now_us: float) -> list[float]: ...

@@ -8,8 +8,9 @@ from datetime import timedelta
 from types import MappingProxyType
 from typing import Any
 
-from lethe._clock import seconds
 from lethe._reprs import short_repr
+from lethe._validate import duration
+from lethe.decay._base import Model
 from lethe.decay._classic import ACTR, AccessWeighted, Exponential
 from lethe.decay._combinators import AccessFrequency, Blend, ByMetadata, Importance, Product, Recency
 from lethe.decay._field import AdaptiveDecay, EbbinghausLTP, PowerLaw, SoftFloor, StabilityExponential
@@ -42,21 +43,21 @@ _PARTS: Mapping[str, _Factory] = MappingProxyType({"importance": Importance, "ac
 
 
 def _ebbinghaus(half_life: timedelta | float) -> EbbinghausLTP:
-    return EbbinghausLTP(base_tau=seconds(half_life, "half_life") / _LN2)
+    return EbbinghausLTP(base_tau=duration(half_life, "half_life") / _LN2)
 
 
 def _stability(half_life: timedelta | float) -> StabilityExponential:
-    return StabilityExponential(half_life=seconds(half_life, "half_life") / _LN2)
+    return StabilityExponential(half_life=duration(half_life, "half_life") / _LN2)
 
 
 def _adaptive(half_life: timedelta | float) -> AdaptiveDecay:
-    hours = seconds(half_life, "half_life") / 3600.0
+    hours = duration(half_life, "half_life") / 3600.0
     # A fresh entry (N = 1: creation counts as an access; default type) halves after half_life.
     return AdaptiveDecay(base_rate=_LN2 * (1.0 + 0.3 * _LN2) / hours)
 
 
 def _fsrs(half_life: timedelta | float) -> FSRS:
-    seconds(half_life, "half_life")
+    duration(half_life, "half_life")
     return FSRS()
 
 
@@ -99,38 +100,20 @@ def by_name(name: str, half_life: timedelta | float) -> Any:
     return factory(half_life=half_life)
 
 
+# Every class from_dict rebuilds, by the name its to_dict writes.
+_CLASSES: Mapping[str, type[Model]] = MappingProxyType(
+    {
+        cls.name: cls
+        for cls in (
+            *(ACTR, AccessWeighted, Exponential, PowerLaw, SoftFloor, EbbinghausLTP, StabilityExponential),
+            *(AdaptiveDecay, FSRS, Recency, Importance, AccessFrequency, Product, Blend, ByMetadata),
+        )
+    }
+)
+
+
 def _known() -> list[str]:
-    return sorted([*BUILTINS, *_PARTS, "blend", "by_metadata", "product"])
-
-
-def _fields(name: str, factory: _Factory) -> frozenset[str]:
-    """The parameter fields ``to_dict()`` writes for ``name``: exactly what ``from_dict`` reads."""
-    fields = _FIELDS.get(name)
-    if fields is None:
-        fields = _FIELDS[name] = frozenset(factory().to_dict()) - {"name"}
-    return fields
-
-
-_FIELDS: dict[str, frozenset[str]] = {
-    "product": frozenset({"functions"}),
-    "blend": frozenset({"weights"}),
-    "by_metadata": frozenset({"key", "choices", "default"}),
-}
-
-
-def _short(field: object) -> str:
-    text = str(field)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _exact(params: Mapping[str, Any], fields: frozenset[str], where: str) -> None:
-    """ValueError naming the first missing or unknown field of ``params``."""
-    for field in sorted(fields):
-        if field not in params:
-            raise ValueError(f"{where}.{field}: missing")
-    unknown = sorted(map(str, set(params) - fields))
-    if unknown:
-        raise ValueError(f"{where}.{_short(unknown[0])}: unknown field")
+    return sorted({*BUILTINS, *_CLASSES})
 
 
 def _build(data: object, where: str, depth: int) -> Any:
@@ -142,53 +125,10 @@ def _build(data: object, where: str, depth: int) -> Any:
     name = params.pop("name", None)
     if "name" not in data:
         raise ValueError(f"{where}.name: missing")
-    if not isinstance(name, str):
+    cls = _CLASSES.get(name) if isinstance(name, str) else None
+    if cls is None:
         raise ValueError(f"{where}.name: unknown decay function {short_repr(name)}; choose one of {_known()}")
-    if name == "product":
-        _exact(params, _FIELDS[name], where)
-        fns = params["functions"]
-        if not isinstance(fns, list):
-            raise ValueError(f"{where}.functions: expected a list, got {type(fns).__name__}")
-        children = [_build(f, f"{where}.functions[{i}]", depth + 1) for i, f in enumerate(fns)]
-        return _call(Product, *children, where=where)
-    if name == "blend":
-        _exact(params, _FIELDS[name], where)
-        weights = params["weights"]
-        if not isinstance(weights, list):
-            raise ValueError(f"{where}.weights: expected a list of [function, weight] pairs, got {_short(weights)}")
-        pairs = []
-        for i, pair in enumerate(weights):
-            if not isinstance(pair, list) or len(pair) != 2:
-                raise ValueError(f"{where}.weights[{i}] must be a [function, weight] pair")
-            pairs.append((_build(pair[0], f"{where}.weights[{i}]", depth + 1), pair[1]))
-        return _call(Blend, pairs, where=where)
-    if name == "by_metadata":
-        _exact(params, _FIELDS[name], where)
-        choices = params["choices"]
-        if not isinstance(choices, list):
-            raise ValueError(f"{where}.choices: expected a list of [value, function] pairs, got {_short(choices)}")
-        picked = []
-        for i, pair in enumerate(choices):
-            if not isinstance(pair, list) or len(pair) != 2:
-                raise ValueError(f"{where}.choices[{i}] must be a [value, function] pair")
-            picked.append((pair[0], _build(pair[1], f"{where}.choices[{i}]", depth + 1)))
-        default = _build(params["default"], f"{where}.default", depth + 1)
-        return _call(ByMetadata, params["key"], picked, default, where=where)
-    factory = BUILTINS.get(name) or _PARTS.get(name)
-    if factory is None:
-        raise ValueError(f"{where}.name: unknown decay function {short_repr(name)}; choose one of {_known()}")
-    _exact(params, _fields(name, factory), where)
-    try:
-        return factory(**params)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{where}: bad parameters for {short_repr(name)}: {exc}") from None
-
-
-def _call(factory: _Factory, *args: Any, where: str) -> Any:
-    try:
-        return factory(*args)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{where}: bad parameters for {factory.__name__}: {exc}") from None
+    return cls._from_json(params, where, lambda part, at: _build(part, at, depth + 1))
 
 
 def from_dict(data: object) -> Any:
@@ -209,7 +149,7 @@ def from_dict(data: object) -> Any:
             or ``decay_fn.functions[0].foo: unknown field``).
 
     >>> from_dict({"name": "actr", "half_life": 60.0, "decay": 0.5, "noise": 0.25, "threshold": None, "history": 10})
-    ACTR(half_life=60.0, decay=0.5, noise=0.25, history=10)
+    ACTR(half_life=60.0)
     >>> from_dict({"name": "actr", "half_life": 60.0})
     Traceback (most recent call last):
     ...

@@ -1,0 +1,288 @@
+"""Calling a decay function: the one place lethe looks up a decay function's members.
+
+:class:`Adapter` looks a function's members up once, when a memory or a
+combinator is built: lethe's own models (:func:`is_builtin`) are called
+through their float fast paths (``_raw``, ``_rehearse``, ``_values``) and
+trusted; any other function gets the entry and an aware datetime, and its
+result is checked (:func:`checked_score`: a NaN, an infinity, a non-number or
+an awaitable raises, naming the key).  ``Memory``'s scorer is an adapter, and
+so is each child of :class:`~lethe.decay.Product`, :class:`~lethe.decay.Blend`
+and :class:`~lethe.decay.ByMetadata`.  The members it looks for are declared
+as Protocols in :mod:`lethe.decay._protocol`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from lethe._clock import from_us
+from lethe._entry import Entry
+from lethe._hooks import closed_if_awaitable
+from lethe._reprs import short_repr
+from lethe._validate import check_call, finite_float, is_number
+
+__all__ = [
+    "CUSTOM",
+    "Adapter",
+    "Custom",
+    "check_decay_function",
+    "checked_score",
+    "dumped_state",
+    "is_builtin",
+    "name_of",
+    "part_dict",
+    "state_loader",
+    "to_dict",
+]
+
+#: The ``name`` ``to_dict`` writes for a decay function lethe cannot rebuild.
+CUSTOM = "custom"
+
+_FORMS = "an object with score(entry, now), or a callable (entry, now) -> float"
+
+
+def is_builtin(fn: object) -> bool:
+    """Whether ``fn`` is one of lethe's own decay functions (not a subclass defined elsewhere).
+
+    Built-ins are trusted: lethe calls their float fast paths and does not re-check their results.
+
+    >>> from lethe.decay import Exponential
+    >>> is_builtin(Exponential()), is_builtin(lambda entry, now: 1.0)
+    (True, False)
+    """
+    return type(fn).__module__.startswith("lethe.decay.")
+
+
+def check_decay_function(fn: object, name: str, *, by_name: bool = False) -> Any:
+    """``fn`` if lethe can call it as a decay function; TypeError naming ``name`` otherwise.
+
+    Refuses a class (not an instance), anything without ``score`` that is not
+    callable, an ``async`` one, and a ``score`` (or callable, or ``rehearse``)
+    that cannot take ``(entry, now)``.  ``by_name``: the message also offers a
+    built-in name (``Memory(decay_fn=...)``).
+
+    Raises:
+        TypeError: as above.
+
+    >>> check_decay_function(3, "functions[0]")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: functions[0] must be a decay function: an object with score(entry, now), ...; got int
+    """
+    if isinstance(fn, type):
+        raise TypeError(f"{name}: pass an instance: {fn.__name__}(), not the class")
+    score = getattr(fn, "score", None)
+    if not callable(score) and not callable(fn):
+        forms = f"a built-in name, {_FORMS}" if by_name else f"a decay function: {_FORMS}"
+        raise TypeError(f"{name} must be {forms}; got {type(fn).__name__}")
+    check_call(score if callable(score) else fn, name, 2, "(entry, now)")
+    rehearse = getattr(fn, "rehearse", None)
+    if callable(rehearse):
+        check_call(rehearse, f"{name}.rehearse", 2, "(entry, now)")
+    return fn
+
+
+def checked_score(value: object, key: object, where: str = "decay_fn") -> float:
+    """A custom decay function's result as a finite float.
+
+    Raises:
+        TypeError: ``value`` is an awaitable (an ``async def`` score); it is closed first,
+            so no "coroutine was never awaited" warning follows.
+        ValueError: ``value`` is not a number, is NaN or infinite, or an int beyond
+            float range.  Messages name ``where`` and the key, with bounded reprs.
+
+    >>> checked_score(float("nan"), "k")
+    Traceback (most recent call last):
+    ...
+    ValueError: decay_fn returned nan for key 'k'; it must be finite
+    """
+    if not is_number(value):
+        if closed_if_awaitable(value):
+            raise TypeError(
+                f"{where} returned an awaitable for key {short_repr(key)}; "
+                "it must return a number (an async def cannot be a decay function)"
+            )
+        raise ValueError(f"{where} returned {short_repr(value)} for key {short_repr(key)}; it must return a number")
+    f = finite_float(value)
+    if f is None and isinstance(value, int):
+        raise ValueError(f"{where} returned {short_repr(value)} for key {short_repr(key)}; it must fit in a float")
+    if f is None:
+        raise ValueError(f"{where} returned {short_repr(value)} for key {short_repr(key)}; it must be finite")
+    return f
+
+
+def to_dict(fn: object) -> dict[str, Any]:
+    """``fn.to_dict()`` for a built-in; ``{"name": "custom", "repr": ...}`` for anything else.
+
+    >>> to_dict(lambda entry, now: 1.0)["name"]
+    'custom'
+    """
+    dump = getattr(fn, "to_dict", None)
+    if is_builtin(fn) and callable(dump):
+        data: dict[str, Any] = dump()
+        return data
+    return {"name": CUSTOM, "repr": repr(fn)[:200]}
+
+
+class Custom(Exception):
+    """Raised by :func:`part_dict` for a part lethe cannot rebuild: the whole model is then custom."""
+
+
+def part_dict(fn: object) -> dict[str, Any]:
+    """A combinator part's :func:`to_dict`; :class:`Custom` if it is not one lethe can rebuild."""
+    data = to_dict(fn)
+    if data.get("name") == CUSTOM:
+        raise Custom
+    return data
+
+
+def dumped_state(fn: object, state: Any) -> Any:
+    """``state`` as JSON through ``fn.dump_state`` when ``fn`` has one (None stays None)."""
+    dump = getattr(fn, "dump_state", None)
+    return dump(state) if state is not None and callable(dump) else state
+
+
+def state_loader(fn: object) -> Callable[[object], Any] | None:
+    """``fn.load_state``, or None when ``fn`` has none."""
+    load = getattr(fn, "load_state", None)
+    return load if callable(load) else None
+
+
+def name_of(fn: object) -> str | None:
+    """A built-in's registry name (``fn.name``), or None."""
+    name = getattr(fn, "name", None) if is_builtin(fn) else None
+    return name if isinstance(name, str) else None
+
+
+def _rate_covers_score(fn: object) -> bool:
+    """Whether ``fn``'s ``decay_rate`` was declared for the ``score`` it actually has.
+
+    A subclass that overrides ``score`` but inherits ``decay_rate`` from its
+    base has not promised that its scores follow that rate: it is not indexed.
+    """
+    mro = type(fn).__mro__
+    rate_owner = next((c for c in mro if "decay_rate" in vars(c)), None)
+    score_owner = next((c for c in mro if "score" in vars(c) or "__call__" in vars(c)), None)
+    return rate_owner is None or score_owner is None or issubclass(rate_owner, score_owner)
+
+
+class Adapter:
+    """How lethe calls one decay function: every member looked up once.
+
+    Attributes:
+        fn: The decay function.
+        where: How messages name it (``"decay_fn"``, or a combinator's part).
+        is_builtin: Whether it is one of lethe's own (trusted, fast path).
+        multiply: Whether the memory multiplies its score by importance
+            (``includes_importance`` is not true).
+        fast: ``_raw(entry, now_us)`` of a built-in, else None.
+        values: A built-in's ``_values(entries, now_us)`` (rank values of many), else None.
+        rate_us: The one decay rate per microsecond of every entry (``decay_rate``), else None.
+        rehearse: ``(entry, now, now_us) -> new decay_state`` (``now`` may be
+            None), or None when the function keeps no state.
+        time_until, dump_state, load_state, merge_states: The optional members, or None.
+        half_life: What the function declares as ``half_life`` (unchecked), or None.
+
+    >>> from lethe.decay import Exponential
+    >>> Adapter(Exponential(60)).rate_us == Exponential(60).decay_rate / 1e6
+    True
+    """
+
+    __slots__ = (
+        "_call",
+        "dump_state",
+        "fast",
+        "fn",
+        "half_life",
+        "is_builtin",
+        "load_state",
+        "merge_states",
+        "multiply",
+        "rate_us",
+        "raw_us",
+        "rehearse",
+        "time_until",
+        "values",
+        "where",
+    )
+
+    fn: Any
+    where: str
+    is_builtin: bool
+    multiply: bool
+    fast: Callable[[Entry[Any, Any], float], float] | None
+    raw_us: Callable[[Entry[Any, Any], float], float]
+    values: Callable[[list[Entry[Any, Any]], float], list[float]] | None
+    rate_us: float | None
+    rehearse: Callable[[Entry[Any, Any], datetime | None, float], Any] | None
+    time_until: Callable[[Entry[Any, Any], float], float | None] | None
+    dump_state: Callable[[Any], Any] | None
+    load_state: Callable[[object], Any] | None
+    merge_states: Callable[..., Any] | None
+    half_life: object
+    _call: Callable[[Entry[Any, Any], datetime], Any]
+
+    def __init__(self, fn: Any, where: str = "decay_fn") -> None:
+        self.fn = fn
+        self.where = where
+        self.is_builtin = builtin = is_builtin(fn)
+        self.multiply = not getattr(fn, "includes_importance", False)
+        score = getattr(fn, "score", None)
+        self._call = score if callable(score) else fn
+        fast = getattr(fn, "_raw", None) if builtin else None
+        self.fast = fast
+        self.raw_us = self._checked_us if fast is None else fast
+        # A built-in may score a whole list at once (importance and expiry included).
+        self.values = getattr(fn, "_values", None) if fast is not None and self.multiply else None
+        # One rate for every entry: the ranking never changes, so the memory can index it.
+        rate = finite_float(getattr(fn, "decay_rate", None))
+        declared = self.multiply and _rate_covers_score(fn)
+        self.rate_us = rate / 1e6 if declared and rate is not None and rate > 0.0 else None
+        rehearse_us = getattr(fn, "_rehearse", None) if fast is not None else None
+        rehearse = getattr(fn, "rehearse", None)
+        if rehearse_us is not None:
+            self.rehearse = lambda e, now, now_us: rehearse_us(e, now_us)
+        elif callable(rehearse):
+            self.rehearse = lambda e, now, now_us: rehearse(e, from_us(now_us) if now is None else now)
+        else:
+            self.rehearse = None
+        self.time_until = _callable(fn, "time_until")
+        self.dump_state = _callable(fn, "dump_state")
+        self.load_state = _callable(fn, "load_state")
+        self.merge_states = _callable(fn, "merge_states")
+        self.half_life = getattr(fn, "half_life", None)
+
+    def raw(self, entry: Entry[Any, Any], now: datetime, now_us: float) -> float:
+        """The raw score at ``now`` (``now_us`` microseconds): fast for a built-in, checked otherwise."""
+        fast = self.fast
+        if fast is not None:
+            return fast(entry, now_us)
+        return self.checked(entry, now)
+
+    def checked(self, entry: Entry[Any, Any], now: datetime) -> float:
+        """The function called with a datetime, its result checked (:func:`checked_score`)."""
+        value = self._call(entry, now)
+        if type(value) is float and value - value == 0.0:  # finite: the common case, checked cheaply
+            return value
+        return checked_score(value, entry.key, self.where)
+
+    def _checked_us(self, entry: Entry[Any, Any], now_us: float) -> float:
+        return self.checked(entry, from_us(now_us))
+
+    def effective(self, entry: Entry[Any, Any], now_us: float) -> float:
+        """The score a memory would give: importance applied (unless included), clamped to 0..1."""
+        s = self.raw_us(entry, now_us)
+        if self.multiply:
+            s *= entry.importance
+        return 1.0 if s >= 1.0 else (s if s > 0.0 else 0.0)
+
+    def __repr__(self) -> str:
+        return f"Adapter({self.fn!r:.80})"
+
+
+def _callable(fn: object, name: str) -> Any:
+    member = getattr(fn, name, None)
+    return member if callable(member) else None
+
