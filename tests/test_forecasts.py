@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from lethe import Entry, Memory
-from lethe.decay import SoftFloor
+from lethe.decay import PowerLaw, SoftFloor
 
 from .conftest import START, Clock
 
@@ -77,6 +77,23 @@ class TestClosedForm:
         assert mem.time_until("k", 0.75) == timedelta(0)
         clock.tick(timedelta(hours=3))
         assert mem.time_until("k", 0.25) == timedelta(0)
+
+    def test_a_crossing_just_before_a_whole_microsecond(self, make: Any, clock: Clock) -> None:
+        """Regression: the crossing (2653076138.998 µs after START) was rounded on the float instant,
+        a quarter microsecond coarse there, to ...139.0, and answered one microsecond late."""
+        mem = make(half_life=3600).put("v", key="k", importance=0.5)
+        assert mem.time_until("k", 0.3) == timedelta(microseconds=2_653_076_139)
+        below_from(mem, clock, "k", 0.3, timedelta(microseconds=2_653_076_139))
+        evicting = make(half_life=3600, eviction_threshold=0.3, summarize_threshold=0.3)
+        evicting = evicting.put("v", key="k", importance=0.5)
+        assert evicting.next_eviction() == START + timedelta(microseconds=2_653_076_139)
+
+    def test_the_closed_form_is_settled_on_the_score(self, make: Any, clock: Clock) -> None:
+        """Regression: PowerLaw's closed form puts the 0.9 crossing at exactly 400 s, where the score
+        is already 0.8999999999999999: the answer was one microsecond late."""
+        mem = make(decay_fn=PowerLaw(half_life=3600)).put("v", key="k")
+        assert mem.time_until("k", 0.9) == timedelta(seconds=400)
+        below_from(mem, clock, "k", 0.9, timedelta(seconds=400))
 
     def test_importance_zero_is_below_every_positive_threshold(self, make: Any) -> None:
         mem = make().put("v", key="k", importance=0)

@@ -45,6 +45,8 @@ _SEQ = attrgetter("seq")
 _MAX_ENTRIES = 2**63 - 1  # what any store can count
 _INSERTED_US = attrgetter("inserted_us")
 _NEVER = -math.inf
+#: Microsecond counts below this are exact in a float (later instants are coarser).
+_EXACT_US = 2.0**53
 
 
 @dataclass(frozen=True, slots=True)
@@ -1194,6 +1196,10 @@ class Memory(Generic[K, V]):
         scorer = self._scorer
         if threshold <= 0.0:
             return None
+
+        def below(t_us: float) -> bool:
+            return scorer.one(entry, from_us(t_us), t_us) < threshold
+
         closed = getattr(scorer.fn, "time_until", None)
         if callable(closed) and scorer.multiply and scorer.is_builtin:
             if entry.importance == 0.0:
@@ -1201,15 +1207,27 @@ class Memory(Generic[K, V]):
             secs: float | None = closed(entry, threshold / entry.importance)
             if secs is None:
                 return None
-            at = entry.accessed_us + max(secs, 0.0) * 1e6
-            if not at < MAX_US:  # past datetime.max (or too far to compute): no representable moment
+            elapsed = max(secs, 0.0) * 1e6
+            if not elapsed < MAX_US:  # past datetime.max (or too far to compute): no representable moment
                 return None
             # The first whole microsecond strictly past the crossing: the score is below there,
-            # so an evict() scheduled for that moment removes the entry.
-            return max(now_us, math.floor(at) + 1.0)
-
-        def below(t_us: float) -> bool:
-            return scorer.one(entry, from_us(t_us), t_us) < threshold
+            # so an evict() scheduled for that moment removes the entry.  Rounded on the elapsed
+            # time, not on the instant: near 1.8e15 µs a float instant is a quarter microsecond coarse.
+            at = entry.accessed_us + math.floor(elapsed) + 1.0
+            if not at <= MAX_US:
+                return None
+            # The closed form and the score are two float computations that may disagree in the
+            # last microsecond: settle it on the score (floats count microseconds exactly below 2**53).
+            for _ in range(4):
+                if not at < _EXACT_US:
+                    break
+                if at - 1.0 > now_us and below(at - 1.0):
+                    at -= 1.0
+                elif not below(at):
+                    at += 1.0
+                else:
+                    break
+            return max(now_us, at)
 
         # Scores never rise without a rehearsal: find a moment below, then bisect
         # (within a thousand years, and no later than datetime.max).
