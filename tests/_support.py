@@ -149,19 +149,22 @@ def invariants(mem: Memory[Any, Any], *, ranked: bool = True) -> None:
 
 
 class Collide:
-    """A key type whose hashes collide, to exercise full-depth leaves."""
+    """A key whose hash is chosen by the test (equal hashes, distinct keys): full-depth trie leaves."""
 
-    def __init__(self, n: int) -> None:
-        self.n = n
+    __slots__ = ("h", "name")
+
+    def __init__(self, name: Any, h: int = 7) -> None:
+        self.name = name
+        self.h = h
 
     def __hash__(self) -> int:
-        return 7
+        return self.h
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Collide) and other.n == self.n
+        return isinstance(other, Collide) and other.name == self.name
 
     def __repr__(self) -> str:
-        return f"Collide({self.n})"
+        return f"Collide({self.name!r}, {self.h})"
 
 
 # -- hooks that fail ------------------------------------------------------------------

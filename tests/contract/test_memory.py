@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import pickle
 from datetime import datetime, timedelta
 from typing import Any
@@ -39,6 +40,8 @@ from .._support import (
 #: The contract runs every property over ~30 models: a third of the profile's examples each.
 #: Instants past 2**53 µs since the epoch (year 2255) are coarser than a microsecond in a float.
 EXACT = datetime(1970, 1, 1, tzinfo=START.tzinfo) + timedelta(microseconds=2**53)
+#: How many units in the last place a score may wobble about a threshold near a forecast crossing.
+ULPS = 4
 SOME = settings(max_examples=max(10, settings().max_examples // 3))
 
 keys = st.one_of(st.integers(-3, 12), st.sampled_from(["a", "b", "c", "d"]))
@@ -226,10 +229,12 @@ class TestMemoryContract:
                     assert key not in mem or mem.score(key) == pytest.approx(t, rel=1e-9)
                     clock.set(now)
                 else:
+                    # Exact to the microsecond, but for a few ulps: where a score changes by less than
+                    # its own rounding per microsecond it wobbles about the threshold for a while.
                     clock.set(now + wait - US)
-                    assert mem.score(key) >= t, (key, t, wait)
+                    assert mem.score(key) >= t - ULPS * math.ulp(t), (key, t, wait)
                     clock.set(now + wait)
-                    assert key not in mem or mem.score(key) < t, (key, t, wait)
+                    assert key not in mem or mem.score(key) < t + ULPS * math.ulp(t), (key, t, wait)
                     clock.set(now)
         # next_eviction is the earliest of the entries' own forecasts at the eviction threshold.
         waits = [mem.time_until(k, evict_at) for k in mem.keys()]  # noqa: SIM118 - a memory iterates entries
@@ -239,12 +244,17 @@ class TestMemoryContract:
         when = mem.next_eviction()
         assert when == (min(forecasts) if forecasts else None)
         if when is not None and when < EXACT:
+            near = [k for k, w in zip(list(mem.keys()), waits) if w is not None and now + w == when]
             if when > now:
                 clock.set(when - US)
-                assert mem.evict()[1] == ()
+                assert mem.evict()[1] == () or self._within_ulps(mem, near, evict_at)
             clock.set(when)
-            assert mem.evict()[1] != ()
+            assert mem.evict()[1] != () or self._within_ulps(mem, near, evict_at)
             clock.set(now)
+
+    @staticmethod
+    def _within_ulps(mem: Memory[Any, Any], keys: list[Any], t: float) -> bool:
+        return any(abs(mem.score(k) - t) <= ULPS * math.ulp(t) for k in keys if k in mem)
 
     @staticmethod
     def _never_below(
