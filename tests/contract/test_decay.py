@@ -86,12 +86,6 @@ class TestEveryModel:
         fn = model.make()
         assert score_of(fn, entry(), START - HOUR) == score_of(fn, entry(), START)
 
-    def test_half_at_one_half_life(self, model: Model) -> None:
-        if model.half_life is None:
-            pytest.skip("no half-life promised")
-        fn = model.make()
-        assert score_of(fn, entry(), START + timedelta(seconds=model.half_life)) == pytest.approx(0.5, rel=1e-12)
-
     def test_very_large_elapsed(self, model: Model) -> None:
         fn = model.make()
         late = memory_score(fn, entry(), START + CENTURY)
@@ -253,6 +247,16 @@ def test_equal_reprs_if_and_only_if_equal_models() -> None:
             assert (repr(a) == repr(b)) == (a == b), (a, b)
             if a == b:
                 assert hash(a) == hash(b)
+
+
+HALVING = [m for m in MODELS if m.half_life is not None]
+
+
+@pytest.mark.parametrize("model", HALVING, ids=[m.id for m in HALVING])
+def test_half_at_one_half_life(model: Model) -> None:
+    fn = model.make()
+    assert model.half_life is not None
+    assert score_of(fn, entry(), START + timedelta(seconds=model.half_life)) == pytest.approx(0.5, rel=1e-12)
 
 
 @pytest.mark.parametrize("name", sorted(set(BUILTINS) - {"fsrs"}))
