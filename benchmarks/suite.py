@@ -33,12 +33,14 @@ from operator import itemgetter
 from typing import Any
 
 import lethe
-from lethe import Entry, Memory
+from lethe import Entry, ManualClock, Memory
 from lethe._map import PersistentMap
 
 DECAYS = ("exponential", "actr")
 START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 STEP = timedelta(seconds=1)
+#: The first clock reading of a benchmark (a reading moves the clock on by STEP after it).
+FIRST = START + STEP
 # The base memories are built with one clock step per put, so n entries span
 # n seconds; the half-life is a sixth of that, so the oldest entries of every
 # size have decayed through ~6 half-lives and ``evict()`` has real work to do.
@@ -48,21 +50,9 @@ VALUE = "value"  # one shared object: memory figures count structure, not payloa
 _now_ns = time.perf_counter_ns
 
 
-class FakeClock:
-    """A deterministic clock: each reading is ``step`` later than the last."""
-
-    __slots__ = ("step", "t")
-
-    def __init__(self, start: datetime = START, step: timedelta = STEP) -> None:
-        self.t = start
-        self.step = step
-
-    def __call__(self) -> datetime:
-        self.t = t = self.t + self.step
-        return t
-
-    def set(self, t: datetime) -> None:
-        self.t = t
+def fake_clock() -> ManualClock:
+    """A deterministic clock: each reading is ``STEP`` later than the last, the first ``STEP`` after ``START``."""
+    return ManualClock(FIRST, step=STEP)
 
 
 @dataclass
@@ -98,8 +88,8 @@ def half_life_for(n: int) -> timedelta:
     return STEP * n / SPAN_HALF_LIVES
 
 
-def build_memory(n: int, decay: str, clock: FakeClock, max_entries: int, keys: list[str]) -> Memory[Any, Any]:
-    clock.set(START)
+def build_memory(n: int, decay: str, clock: ManualClock, max_entries: int, keys: list[str]) -> Memory[Any, Any]:
+    clock.set(FIRST)
     mem: Memory[Any, Any] = Memory(max_entries=max_entries, decay_fn=decay, half_life=half_life_for(n), clock_fn=clock)
     put = Memory.put
     for i, k in enumerate(keys):
@@ -140,10 +130,10 @@ def gc_off(run: Callable[[], int]) -> Callable[[], int]:
 
 def lethe_cases(n: int, decay: str, ops_fast: int, ops_slow: int, rng: random.Random) -> list[Case]:
     keys = keys_for(n)
-    clock = FakeClock()
+    clock = fake_clock()
     # Room for every put of a sample: "below capacity" must never evict.
     below = build_memory(n, decay, clock, max(2 * n, n + ops_fast + ops_slow + 1), keys)
-    built_at = clock.t
+    built_at = clock.now  # the next reading
     full = below.__replace__(max_entries=n)
     new_keys = keys_for(max(ops_fast, ops_slow), "new")
     fast_new = new_keys[:ops_fast]
@@ -195,7 +185,7 @@ def lethe_cases(n: int, decay: str, ops_fast: int, ops_slow: int, rng: random.Ra
     empty: Memory[Any, Any] = Memory(max_entries=n, decay_fn=decay, half_life=half_life_for(n), clock_fn=clock)
 
     def put_many() -> int:
-        clock.set(START)
+        clock.set(FIRST)
         t0 = _now_ns()
         empty.put_many(pairs)
         return _now_ns() - t0
@@ -242,7 +232,7 @@ def lethe_cases(n: int, decay: str, ops_fast: int, ops_slow: int, rng: random.Ra
 def lethe_memory_per_entry(n: int, decay: str) -> float:
     """Bytes per entry held by a memory of ``n`` entries (tracemalloc, keys excluded)."""
     keys = keys_for(n)
-    clock = FakeClock()
+    clock = fake_clock()
     gc.collect()
     tracemalloc.start()
     try:

@@ -18,7 +18,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from lethe import Memory
+from lethe import ManualClock, Memory
 from lethe import decay as lethe_decay
 
 OUT = Path(__file__).resolve().parent / "images"
@@ -26,26 +26,13 @@ START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 HOUR = 3600.0
 
 
-class Clock:
-    """A simulated clock."""
-
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def at(self, seconds: float) -> None:
-        self.now = START + timedelta(seconds=seconds)
-
-
 def curve(decay_fn: Any, hours: list[float], *, importance: float = 1.0, **put: Any) -> list[float]:
     """Scores of one untouched entry at each time (hours after insertion)."""
-    clock = Clock()
+    clock = ManualClock(START)
     mem: Memory[Any, Any] = Memory(decay_fn=decay_fn, clock_fn=clock).put("x", key="x", importance=importance, **put)
     out = []
     for h in hours:
-        clock.at(h * HOUR)
+        clock.set(START + timedelta(seconds=h * HOUR))
         out.append(mem.score("x"))
     return out
 
@@ -170,12 +157,12 @@ def per_entry_families() -> None:
 
 def rehearsal() -> None:
     """The sawtooth: an entry rehearsed every 90 minutes against an untouched one."""
-    clock = Clock()
+    clock = ManualClock(START)
     for model in ("exponential", "actr"):
         mem: Memory[Any, Any] = Memory(decay_fn=model, clock_fn=clock).put("a", key="a").put("b", key="b")
         times, rehearsed, untouched = [], [], []
         for step in range(0, 8 * 60 + 1, 2):
-            clock.at(step * 60)
+            clock.set(START + timedelta(seconds=step * 60))
             if step and step % 90 == 0:
                 mem = mem.touch("a")
             times.append(step / 60)
@@ -203,7 +190,7 @@ def importance_and_pinning() -> None:
 def lifecycle() -> None:
     """A simulated agent: entries over time coloured by state (active, summarized, evicted)."""
     rng = random.Random(3)
-    clock = Clock()
+    clock = ManualClock(START)
     fates: dict[int, list[tuple[float, str]]] = {}
 
     def on_evict(entries: tuple[Any, ...]) -> None:
@@ -214,7 +201,7 @@ def lifecycle() -> None:
         max_entries=25, half_life=HOUR, summarize_fn=lambda e: "summary", on_evict=on_evict, clock_fn=clock
     )
     for minute in range(0, 12 * 60, 5):
-        clock.at(minute * 60)
+        clock.set(START + timedelta(seconds=minute * 60))
         if rng.random() < 0.6:
             mem = mem.put(f"observation at {minute}", importance=rng.choice([0.6, 1.0, 1.0, 1.5]))
         if len(mem) and rng.random() < 0.3:

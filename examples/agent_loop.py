@@ -14,7 +14,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from lethe import Entry, Memory
+from lethe import Entry, ManualClock, Memory
 
 TokenCounter = Callable[[str], int]
 
@@ -22,20 +22,6 @@ TokenCounter = Callable[[str], int]
 def word_count(text: str) -> int:
     """The default token counter: whitespace-separated words (swap in a real tokenizer)."""
     return len(text.split())
-
-
-class SimClock:
-    """A simulated clock the loop moves forward by hand."""
-
-    def __init__(self) -> None:
-        self.now = datetime(2026, 1, 1, 9, 0, tzinfo=timezone.utc)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, minutes: float) -> None:
-        """Move the clock forward."""
-        self.now += timedelta(minutes=minutes)
 
 
 def summarize(entry: Entry[Any, Any]) -> str:
@@ -77,7 +63,7 @@ def build_prompt(
 
 def run(budget: int = 45, count: TokenCounter = word_count) -> tuple[list[str], dict[str, str]]:
     """Run the loop; returns the final prompt's lines and each key's tier."""
-    clock = SimClock()
+    clock = ManualClock(datetime(2026, 1, 1, 9, 0, tzinfo=timezone.utc))  # moved forward by hand
     mem: Memory[str, str] = Memory(
         max_entries=8, half_life=timedelta(minutes=30), summarize_fn=summarize, clock_fn=clock
     )
@@ -95,7 +81,7 @@ def run(budget: int = 45, count: TokenCounter = word_count) -> tuple[list[str], 
         for used in ("style", "build"):
             if used in mem:
                 mem, _ = mem.get(used)
-        clock.advance(20 if step < len(observations) - 1 else 5)
+        clock.advance(timedelta(minutes=20 if step < len(observations) - 1 else 5))
     mem = mem.summarize()
     prompt, tiers = build_prompt(mem, budget, count)
     return prompt.splitlines(), tiers

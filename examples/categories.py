@@ -15,19 +15,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from lethe import Entry, Memory
+from lethe import Entry, ManualClock, Memory
 
 START = datetime(2026, 1, 1, 8, 0, tzinfo=timezone.utc)
-
-
-class SimClock:
-    """A simulated clock shared by every category."""
-
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 def summarize_input(entry: Entry[Any, Any]) -> str:
@@ -47,7 +37,7 @@ class AgentMemory:
     contacts: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def new(cls, clock: SimClock) -> AgentMemory:
+    def new(cls, clock: ManualClock) -> AgentMemory:
         """The categories with the settings of the design table."""
         two_hours = timedelta(hours=2)
         return cls(
@@ -104,18 +94,18 @@ class AgentMemory:
 
 def run() -> tuple[AgentMemory, dict[str, int]]:
     """A simulated working day, then a sweep 12 hours after the start; returns the memory and evictions."""
-    clock = SimClock()
+    clock = ManualClock(START)  # a simulated clock shared by every category
     agent = AgentMemory.new(clock)
     agent = replace(agent, contacts={"billing": "agent://billing-7"})
     for hour in range(8):
-        clock.now = START + timedelta(hours=hour)
+        clock.set(START + timedelta(hours=hour))
         agent = agent.input(f"routine input {hour}: queue depth normal")
         agent = agent.output(f"routine output {hour}: acknowledged")
-    clock.now = START + timedelta(hours=1)
+    clock.set(START + timedelta(hours=1))
     agent = agent.challenge("challenged billing's total for order 88; billing corrected it")
     agent = agent.escalation("escalated a stuck refund to the blackboard")
     agent = agent.notable_event("the operator said: never auto-approve refunds over $500")
-    clock.now = START + timedelta(hours=12)
+    clock.set(START + timedelta(hours=12))
     return agent.sweep()
 
 

@@ -14,24 +14,14 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from lethe import Memory
+from lethe import ManualClock, Memory
 
 START = datetime(2026, 1, 1, 9, 0, tzinfo=timezone.utc)
 
 
-class SimClock:
-    """A simulated clock the scheduler moves forward."""
-
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 def run(until: timedelta = timedelta(hours=12)) -> list[tuple[datetime, list[Any]]]:
     """Simulate ``until`` of sweeps; returns each sweep's time and the keys it evicted."""
-    clock = SimClock()
+    clock = ManualClock(START)  # a simulated clock the scheduler moves forward
     mem: Memory[str, str] = Memory(max_entries=50, half_life=timedelta(hours=1), clock_fn=clock)
     mem = mem.put("fleeting chit-chat", key="chat")
     mem = mem.put("the user's open question about billing", key="question", importance=1.5)
@@ -43,7 +33,7 @@ def run(until: timedelta = timedelta(hours=12)) -> list[tuple[datetime, list[Any
         when = mem.next_eviction()
         if when is None or when > end:
             break
-        clock.now = when  # a real scheduler sleeps until `when` here
+        clock.set(when)  # a real scheduler sleeps until `when` here
         mem, evicted = mem.evict()
         sweeps.append((when, [e.key for e in evicted]))
     return sweeps

@@ -11,6 +11,8 @@ from types import ModuleType
 
 import pytest
 
+from lethe import ManualClock
+
 BENCH_DIR = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
@@ -96,6 +98,8 @@ def test_report_renders(result: dict) -> None:
 
 
 def test_fake_clock_advances(suite: ModuleType) -> None:
-    clock = suite.FakeClock()
+    clock = suite.fake_clock()
     first, second = clock(), clock()
+    assert isinstance(clock, ManualClock)
+    assert first == suite.START + suite.STEP  # as the benchmark's figures were measured: a step after START
     assert second - first == suite.STEP

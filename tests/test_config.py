@@ -8,16 +8,16 @@ from typing import Any
 
 import pytest
 
-from lethe import Entry, Memory
+from lethe import Entry, ManualClock, Memory
 from lethe.decay import ACTR, AccessWeighted, Exponential
 
-from .conftest import HOUR, START, Clock
+from ._support import HOUR, START
 
 
 def keep_latest(mem: Memory[Any, Any], moment: Any) -> None:
     """``mem`` has seen ``moment``: with its clock set back, a put is stamped ``moment``."""
     clock = mem.clock_fn
-    assert isinstance(clock, Clock)
+    assert isinstance(clock, ManualClock)
     clock.now = START - 10 * HOUR
     assert mem.put("probe", key="__probe__").peek("__probe__").inserted_at == moment
 
@@ -74,9 +74,9 @@ class TestReplace:
         with pytest.raises(ValueError, match="eviction_threshold"):
             make().__replace__(eviction_threshold=2.0)
 
-    def test_entries_and_history_carry_over(self, make: Any, clock: Clock) -> None:
+    def test_entries_and_history_carry_over(self, make: Any, clock: ManualClock) -> None:
         mem = make().put("a").put("b").put("c", key="c").delete(1)
-        clock.tick()
+        clock.advance(HOUR)
         mem = mem.touch("c")  # the latest moment the memory saw
         seen = clock.now
         moved = mem.__replace__(max_entries=50)
@@ -124,10 +124,10 @@ class TestEquality:
 
 
 class TestPickle:
-    def test_round_trip_is_equal_and_keeps_history(self, make: Any, clock: Clock) -> None:
+    def test_round_trip_is_equal_and_keeps_history(self, make: Any, clock: ManualClock) -> None:
         mem = make(max_entries=9, half_life=120, eviction_threshold=0.1, summarize_threshold=0.2)
         mem = mem.put("a").put("b", key="b", importance=0.5, metadata={"m": 1}).put("c", ttl=7200).delete(0)
-        clock.tick()
+        clock.advance(HOUR)
         mem, _ = mem.get("b")
         mem = mem.pin(1)
         seen = clock.now
@@ -142,7 +142,7 @@ class TestPickle:
         assert back.put("d").peek(2).seq == 3
         keep_latest(back, seen)
 
-    def test_a_fresh_memory_round_trips(self, make: Any, clock: Clock) -> None:
+    def test_a_fresh_memory_round_trips(self, make: Any, clock: ManualClock) -> None:
         back = pickle.loads(pickle.dumps(make()))
         assert back == make(clock_fn=back.clock_fn)
         back.clock_fn.now = START - HOUR
@@ -150,7 +150,7 @@ class TestPickle:
 
 
 class TestFromDictHooks:
-    def test_hooks_are_attached_again(self, make: Any, clock: Clock) -> None:
+    def test_hooks_are_attached_again(self, make: Any, clock: ManualClock) -> None:
         def summarize(e: Entry[Any, Any]) -> str:
             return f"sum:{e.value}"
 

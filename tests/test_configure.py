@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from lethe import Entry, Memory
+from lethe import Entry, ManualClock, Memory
 from lethe.decay import (
     ACTR,
     FSRS,
@@ -27,7 +27,7 @@ from lethe.decay import (
     StabilityExponential,
 )
 
-from .conftest import HOUR, START, Clock
+from ._support import HOUR, START, fake_clock
 from .test_config import keep_latest
 
 needs_copy_replace = pytest.mark.skipif(sys.version_info < (3, 13), reason="copy.replace is new in Python 3.13")
@@ -37,12 +37,12 @@ def flat(entry: Entry[Any, Any], now: datetime) -> float:
     return 0.5
 
 
-def history(mem: Memory[Any, Any], clock: Clock) -> tuple[Memory[Any, Any], datetime]:
+def history(mem: Memory[Any, Any], clock: ManualClock) -> tuple[Memory[Any, Any], datetime]:
     """Puts, a generated key deleted, rehearsals: returns the memory and the latest moment it saw."""
     mem = mem.put("a").put("b").put("c", key="c").put("d", key="d").delete(1)
-    clock.tick()
+    clock.advance(HOUR)
     mem = mem.touch("c")
-    clock.tick(60)
+    clock.advance(60)
     mem, _ = mem.get("c")
     mem = mem.touch(0, importance=2.0)
     return mem, clock.now
@@ -85,7 +85,7 @@ def change(request: pytest.FixtureRequest) -> Any:
 
 
 class TestEveryWayKeepsTheEntries:
-    def test_a_new_capacity(self, make: Any, clock: Clock, change: Any) -> None:
+    def test_a_new_capacity(self, make: Any, clock: ManualClock, change: Any) -> None:
         mem, seen = history(make(), clock)
         new = change(mem, max_entries=7)
         assert new.max_entries == 7
@@ -94,23 +94,23 @@ class TestEveryWayKeepsTheEntries:
         carries_on(new, seen)
         assert mem.max_entries == 1000  # the receiver is unchanged
 
-    def test_a_new_half_life_rescores(self, make: Any, clock: Clock, change: Any) -> None:
+    def test_a_new_half_life_rescores(self, make: Any, clock: ManualClock, change: Any) -> None:
         mem = make(half_life=3600).put("v", key="k")
         new = change(mem, half_life=7200)
         assert new.half_life == 7200.0
         assert new.decay_fn == Exponential(half_life=7200)
-        clock.tick(7200)
+        clock.advance(7200)
         assert new.score("k") == 0.5
         assert mem.score("k") == 0.25
 
-    def test_a_new_decay_function_reindexes(self, make: Any, clock: Clock, change: Any) -> None:
+    def test_a_new_decay_function_reindexes(self, make: Any, clock: ManualClock, change: Any) -> None:
         mem = make(decay_fn="actr", half_life=3600).put_many((k, k) for k in range(20))
         for k in range(0, 20, 3):
-            clock.tick(600)
+            clock.advance(600)
             mem = mem.touch(k)
         new = change(mem, decay_fn="exponential")
         assert new.decay_fn == Exponential(half_life=3600)
-        clock.tick()
+        clock.advance(HOUR)
         ranked = [e.key for e, _ in new.scored()]
         assert [e.key for e in new.top(20)] == ranked
         assert [e.key for e in new] == ranked
@@ -118,9 +118,9 @@ class TestEveryWayKeepsTheEntries:
         assert ranked[0] == 18  # the latest touched
         assert len(new.put("x", key="x")) == 21
 
-    def test_hooks_may_change(self, make: Any, clock: Clock, change: Any) -> None:
+    def test_hooks_may_change(self, make: Any, clock: ManualClock, change: Any) -> None:
         mem, _ = history(make(), clock)
-        later = Clock(clock.now + HOUR)
+        later = fake_clock(clock.now + HOUR)
         new = change(mem, clock_fn=later, summarize_fn=lambda e: "s")
         assert new.clock_fn is later
         same_entries(new, mem)
@@ -153,7 +153,7 @@ class TestEveryWayKeepsTheEntries:
 
 
 class TestConfigure:
-    def test_no_changes_gives_an_equal_memory(self, make: Any, clock: Clock) -> None:
+    def test_no_changes_gives_an_equal_memory(self, make: Any, clock: ManualClock) -> None:
         mem, seen = history(make(decay_fn="actr"), clock)
         same = mem.configure()
         assert same == mem
@@ -175,7 +175,7 @@ class TestConfigure:
             mem.configure(max_entries=1)
 
     @needs_copy_replace
-    def test_copy_replace_is_configure(self, make: Any, clock: Clock) -> None:
+    def test_copy_replace_is_configure(self, make: Any, clock: ManualClock) -> None:
         mem, _ = history(make(), clock)
         assert copy.replace(mem, half_life=60) == mem.configure(half_life=60)  # type: ignore[attr-defined]
 
@@ -183,15 +183,15 @@ class TestConfigure:
 class TestSwitchingDecayModels:
     """The model-private ``decay_state`` does not survive a change of decay function."""
 
-    def rehearsed(self, make: Any, clock: Clock, decay_fn: str) -> Memory[Any, Any]:
+    def rehearsed(self, make: Any, clock: ManualClock, decay_fn: str) -> Memory[Any, Any]:
         mem = make(decay_fn=decay_fn).put_many((k, f"v{k}") for k in range(6))
         for i in range(12):
-            clock.tick(timedelta(hours=5 * (i % 3 + 1)))
+            clock.advance(timedelta(hours=5 * (i % 3 + 1)))
             mem = mem.touch(i % 4)
         assert any(e.decay_state is not None for e, _ in mem.scored())
         return mem
 
-    def reads_work(self, mem: Memory[Any, Any], clock: Clock) -> None:
+    def reads_work(self, mem: Memory[Any, Any], clock: ManualClock) -> None:
         for _ in range(3):
             for key in list(mem.keys()):
                 assert 0.0 <= mem.score(key) <= 1.0
@@ -199,13 +199,15 @@ class TestSwitchingDecayModels:
             assert len(mem.top(3)) == 3
             assert mem.time_until(0, 0.5) is not None
             mem, _ = mem.get(0)
-            clock.tick(timedelta(days=1))
+            clock.advance(timedelta(days=1))
         mem.evict()
         back = Memory.from_dict(mem.to_dict(), clock_fn=mem.clock_fn)
         assert back.score_map() == mem.score_map()
 
     @pytest.mark.parametrize(("before", "after"), [("actr", "fsrs"), ("fsrs", "actr")])
-    def test_reads_work_after_the_switch(self, make: Any, clock: Clock, change: Any, before: str, after: str) -> None:
+    def test_reads_work_after_the_switch(
+        self, make: Any, clock: ManualClock, change: Any, before: str, after: str
+    ) -> None:
         mem = self.rehearsed(make, clock, before)
         new = change(mem, decay_fn=after)
         for key in list(mem.keys()):
@@ -215,16 +217,16 @@ class TestSwitchingDecayModels:
         self.reads_work(new, clock)
 
     @pytest.mark.parametrize("after", ["actr", "fsrs"])
-    def test_a_just_rehearsed_entry_scores_as_just_rehearsed(self, make: Any, clock: Clock, after: str) -> None:
+    def test_a_just_rehearsed_entry_scores_as_just_rehearsed(self, make: Any, clock: ManualClock, after: str) -> None:
         before = "fsrs" if after == "actr" else "actr"
         mem = self.rehearsed(make, clock, before)
         mem = mem.touch(5)
         new = mem.configure(decay_fn=after)
         assert new.score(5) == 1.0
-        clock.tick(1)
+        clock.advance(1)
         assert new.score(5) > 0.9
 
-    def test_the_same_decay_function_keeps_the_state(self, make: Any, clock: Clock) -> None:
+    def test_the_same_decay_function_keeps_the_state(self, make: Any, clock: ManualClock) -> None:
         mem = self.rehearsed(make, clock, "actr")
         new = mem.configure(max_entries=50)
         assert [new.peek(k).decay_state for k in range(6)] == [mem.peek(k).decay_state for k in range(6)]
@@ -249,10 +251,10 @@ HALF_LIVES: list[Any] = [
 
 class TestTheHalfLifeInUse:
     @pytest.mark.parametrize("decay_fn", HALF_LIVES, ids=repr)
-    def test_a_decay_object_reports_its_half_life(self, make: Any, clock: Clock, decay_fn: Any) -> None:
+    def test_a_decay_object_reports_its_half_life(self, make: Any, clock: ManualClock, decay_fn: Any) -> None:
         mem = make(decay_fn=decay_fn).put("v", key="k")
         h = mem.half_life
-        clock.tick(h)
+        clock.advance(h)
         assert math.isclose(mem.score("k"), 0.5, rel_tol=1e-6)
         # Giving it again is no conflict: the configuration round-trips.
         assert make(decay_fn=decay_fn, half_life=h).half_life == h
@@ -268,7 +270,7 @@ class TestTheHalfLifeInUse:
         assert make(decay_fn=FSRS()).half_life == FSRS().half_life
         assert make(decay_fn=Exponential(half_life=60), half_life=timedelta(minutes=1)).half_life == 60.0
 
-    def test_names_are_built_with_the_half_life(self, make: Any, clock: Clock) -> None:
+    def test_names_are_built_with_the_half_life(self, make: Any, clock: ManualClock) -> None:
         for name in ("exponential", "actr", "power_law", "ebbinghaus_ltp", "stability_exponential", "adaptive"):
             mem = make(decay_fn=name, half_life=120).put("v", key="k")
             assert mem.half_life == 120.0
@@ -283,14 +285,14 @@ class TestTheHalfLifeInUse:
         with pytest.raises(ValueError, match=r"^half_life"):
             make(decay_fn=FSRS(), half_life=3600)
 
-    def test_a_custom_function_keeps_the_half_life_for_names(self, make: Any, clock: Clock) -> None:
+    def test_a_custom_function_keeps_the_half_life_for_names(self, make: Any, clock: ManualClock) -> None:
         assert make(decay_fn=flat).half_life == 3600.0
         mem = make(decay_fn=flat, half_life=60).put("v", key="k")
         assert mem.half_life == 60.0
         moved = mem.configure(decay_fn="exponential")
         assert moved.decay_fn == Exponential(half_life=60)
 
-    def test_a_new_decay_object_brings_its_half_life(self, make: Any, clock: Clock, change: Any) -> None:
+    def test_a_new_decay_object_brings_its_half_life(self, make: Any, clock: ManualClock, change: Any) -> None:
         mem = make(half_life=3600).put("v", key="k")
         new = change(mem, decay_fn=ACTR(half_life=60))
         assert new.half_life == 60.0
@@ -373,10 +375,10 @@ class TestHooksRefusedWhenBuilt:
         ):
             with pytest.raises(TypeError, match=rf"^{name}"):
                 make(**{name: hook})
-        mem = make(summarize_fn=lambda e, *rest: "s", on_evict=print, clock_fn=Clock())
+        mem = make(summarize_fn=lambda e, *rest: "s", on_evict=print, clock_fn=fake_clock())
         assert mem.on_evict is print
 
-    def test_a_configure_that_is_refused_leaves_the_memory(self, make: Any, clock: Clock, change: Any) -> None:
+    def test_a_configure_that_is_refused_leaves_the_memory(self, make: Any, clock: ManualClock, change: Any) -> None:
         async def summarize(entry: Entry[Any, Any]) -> str:
             return "s"
 
@@ -389,12 +391,12 @@ class TestHooksRefusedWhenBuilt:
         assert mem.summarize_fn is None
 
 
-def test_shrinking_counts_the_entries_past_their_deadline_that_are_still_held(clock: Clock) -> None:
+def test_shrinking_counts_the_entries_past_their_deadline_that_are_still_held(clock: ManualClock) -> None:
     """They are written by to_dict until a write removes them: a smaller max_entries would make
     a document from_dict refuses."""
     mem: Memory[Any, Any] = Memory(max_entries=3, clock_fn=clock)
     mem = mem.put("a", key="a").put("b", key="b").put("code", key="otp", ttl=10)
-    clock.tick(20)
+    clock.advance(20)
     assert len(mem) == 2
     with pytest.raises(ValueError, match=r"^max_entries=2 is below the size \(3\); evict first$"):
         mem.configure(max_entries=2)

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from lethe import Entry, Memory
+from lethe import Entry, ManualClock, Memory
 
-from .conftest import HOUR, START, Clock
+from ._support import HOUR, START
 
 
 def same_letter(a: str, b: str) -> float:
@@ -110,9 +110,9 @@ class TestTime:
         assert seen
         assert all(isinstance(t, datetime) and t == START for t in seen)
 
-    def test_the_result_remembers_when_it_was_made(self, make: Any, clock: Clock) -> None:
+    def test_the_result_remembers_when_it_was_made(self, make: Any, clock: ManualClock) -> None:
         mem = make().put("a1", key=1).put("a2", key=2)
-        clock.tick()
+        clock.advance(HOUR)
         merged, _ = mem.consolidate(similarity=same_letter)
         clock.now = START - HOUR  # the clock steps back
         assert merged.put("x", key="x").peek("x").inserted_at == START + HOUR

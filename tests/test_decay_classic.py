@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import pickle
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -11,58 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lethe import Entry, Memory
-from lethe.decay import ACTR, AccessWeighted, DecayFunction, Exponential, by_name, from_dict
+from lethe import Entry, ManualClock, Memory
+from lethe.decay import ACTR, AccessWeighted, Exponential, by_name, from_dict
 
-from .conftest import START, Clock
+from ._support import START, entry
 
-BUILTINS = [Exponential(half_life=3600), AccessWeighted(half_life=3600), ACTR(half_life=3600)]
-IDS = ["exponential", "access_weighted", "actr"]
-
-
-def entry(access_count: int = 0, accessed: datetime = START, **kw: Any) -> Entry[Any, Any]:
-    return Entry(key="k", value="v", inserted_at=START, last_accessed_at=accessed, access_count=access_count, **kw)
-
-
-@pytest.mark.parametrize("fn", BUILTINS, ids=IDS)
-class TestEveryBuiltin:
-    def test_is_a_decay_function(self, fn: Any) -> None:
-        assert isinstance(fn, DecayFunction)
-
-    def test_one_at_zero_elapsed(self, fn: Any) -> None:
-        assert fn.score(entry(), START) == 1.0
-
-    def test_half_at_one_half_life(self, fn: Any) -> None:
-        assert fn.score(entry(), START + timedelta(hours=1)) == pytest.approx(0.5, rel=1e-12)
-
-    def test_one_half_life_rule_through_memory(self, fn: Any, clock: Clock) -> None:
-        name = {Exponential: "exponential", AccessWeighted: "access_weighted", ACTR: "actr"}[type(fn)]
-        mem: Memory[Any, Any] = Memory(decay_fn=name, half_life=timedelta(hours=3), clock_fn=clock).put(1, key=1)
-        clock.tick(timedelta(hours=3))
-        assert mem.score(1) == pytest.approx(0.5, rel=1e-12)
-
-    def test_very_large_elapsed(self, fn: Any) -> None:
-        s = fn.score(entry(), START + timedelta(days=365 * 100))
-        assert 0.0 <= s < 1e-3
-
-    def test_never_increases_with_time(self, fn: Any) -> None:
-        e = entry(access_count=3, accessed=START + timedelta(minutes=30))
-        last = 1.0
-        for minutes in range(30, 60 * 48, 17):
-            s = fn.score(e, START + timedelta(minutes=minutes))
-            assert 0.0 <= s <= last
-            last = s
-
-    def test_earlier_now_counts_as_zero_elapsed(self, fn: Any) -> None:
-        assert fn.score(entry(), START - timedelta(hours=1)) == 1.0
-
-    def test_round_trips_through_to_dict_and_pickle(self, fn: Any) -> None:
-        assert from_dict(fn.to_dict()) == fn
-        assert pickle.loads(pickle.dumps(fn)) == fn
-
-    def test_frozen(self, fn: Any) -> None:
-        with pytest.raises(AttributeError):
-            fn.half_life = 3
+# Every built-in's shared contract (range, fresh score, half-life, monotony, round trips) is in
+# tests/contract/test_decay.py.
 
 
 class TestExponential:
@@ -114,38 +68,38 @@ def exact_actr(times_s: list[float], now_s: float, d: float, tau: float, s: floa
 
 
 class TestACTR:
-    def test_exact_equation_with_few_accesses(self, clock: Clock) -> None:
+    def test_exact_equation_with_few_accesses(self, clock: ManualClock) -> None:
         fn = ACTR(half_life=600, history=10)
         mem: Memory[Any, Any] = Memory(decay_fn=fn, clock_fn=clock).put("v", key="k")
         times = [0.0]
         for step in (30, 200, 45, 900):
-            clock.tick(step)
+            clock.advance(step)
             times.append(times[-1] + step)
             mem, _ = mem.get("k")
-        clock.tick(1234)
+        clock.advance(1234)
         now = times[-1] + 1234
         expected = exact_actr(times, now, 0.5, -0.5 * math.log(600), 0.25)
         assert mem.score("k") == pytest.approx(expected, rel=1e-9)
 
-    def test_state_stays_bounded_and_petrov_approximates(self, clock: Clock) -> None:
+    def test_state_stays_bounded_and_petrov_approximates(self, clock: ManualClock) -> None:
         fn = ACTR(half_life=600, history=5)
         mem: Memory[Any, Any] = Memory(decay_fn=fn, clock_fn=clock).put("v", key="k")
         times = [0.0]
         for _ in range(40):
-            clock.tick(60)
+            clock.advance(60)
             times.append(times[-1] + 60)
             mem, _ = mem.get("k")
         assert len(mem.peek("k").decay_state) == 5
-        clock.tick(3000)
+        clock.advance(3000)
         exact = exact_actr(times, times[-1] + 3000, 0.5, -0.5 * math.log(600), 0.25)
         # Evenly spaced accesses are exactly Petrov's assumption: the approximation is close.
         assert mem.score("k") == pytest.approx(exact, rel=2e-2)
 
-    def test_rehearsal_raises_the_score(self, clock: Clock) -> None:
+    def test_rehearsal_raises_the_score(self, clock: ManualClock) -> None:
         mem: Memory[Any, Any] = Memory(decay_fn="actr", clock_fn=clock).put("a", key="a").put("b", key="b")
-        clock.tick(1800)
+        clock.advance(1800)
         mem, _ = mem.get("a")
-        clock.tick(3600)
+        clock.advance(3600)
         assert mem.score("a") > mem.score("b")
 
     def test_parameters_are_validated(self) -> None:
@@ -171,11 +125,11 @@ class TestACTR:
 
 
 class TestCustomDecay:
-    def test_plain_callable(self, clock: Clock) -> None:
+    def test_plain_callable(self, clock: ManualClock) -> None:
         mem: Memory[Any, Any] = Memory(decay_fn=lambda e, now: 0.4, clock_fn=clock).put(1, key=1, importance=2)
         assert mem.score(1) == pytest.approx(0.8)
 
-    def test_object_with_rehearse_hook(self, clock: Clock) -> None:
+    def test_object_with_rehearse_hook(self, clock: ManualClock) -> None:
         class Counting:
             def score(self, entry: Entry[Any, Any], now: datetime) -> float:
                 return 1.0 / (1 + (entry.decay_state or 0))
@@ -189,7 +143,7 @@ class TestCustomDecay:
         assert e.decay_state == 2
         assert mem.score(1) == pytest.approx(1 / 3)
 
-    def test_includes_importance_flag(self, clock: Clock) -> None:
+    def test_includes_importance_flag(self, clock: ManualClock) -> None:
         class Own:
             includes_importance = True
 
@@ -200,19 +154,19 @@ class TestCustomDecay:
         assert mem.score(1) == 0.5
 
     @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, "0.5", None, True])
-    def test_bad_results_raise_naming_the_key(self, clock: Clock, bad: Any) -> None:
+    def test_bad_results_raise_naming_the_key(self, clock: ManualClock, bad: Any) -> None:
         mem: Memory[Any, Any] = Memory(decay_fn=lambda e, now: bad, clock_fn=clock).put(1, key="the-key")
         with pytest.raises(ValueError, match="the-key"):
             mem.score("the-key")
         with pytest.raises(ValueError, match="the-key"):
             mem.scored()
 
-    def test_results_are_clamped(self, clock: Clock) -> None:
+    def test_results_are_clamped(self, clock: ManualClock) -> None:
         mem: Memory[Any, Any] = Memory(decay_fn=lambda e, now: e.value, clock_fn=clock)
         mem = mem.put(-3.0, key="neg").put(7.0, key="big")
         assert mem.score_map() == {"big": 1.0, "neg": 0.0}
 
-    def test_receives_aware_now(self, clock: Clock) -> None:
+    def test_receives_aware_now(self, clock: ManualClock) -> None:
         seen: list[datetime] = []
 
         def fn(entry: Entry[Any, Any], now: datetime) -> float:

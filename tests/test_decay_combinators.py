@@ -4,25 +4,20 @@ from __future__ import annotations
 
 import json
 import math
-import pickle
 from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from lethe import Entry, Memory
+from lethe import Entry, ManualClock, Memory
 from lethe.decay import (
     ACTR,
     FSRS,
     AccessFrequency,
-    AccessWeighted,
     AdaptiveDecay,
     Blend,
     ByMetadata,
     ChildStates,
-    DecayFunction,
     EbbinghausLTP,
     Exponential,
     Importance,
@@ -30,121 +25,18 @@ from lethe.decay import (
     PowerLaw,
     Product,
     Recency,
-    SoftFloor,
     StabilityExponential,
     from_dict,
     priority_blend,
 )
 
-from .conftest import START, Clock
+from ._support import START, entry, memory_score
 
 DAY = timedelta(days=1)
 HOUR = timedelta(hours=1)
 
-ALL: list[Any] = [
-    Exponential(),
-    AccessWeighted(),
-    ACTR(),
-    EbbinghausLTP(),
-    StabilityExponential(),
-    AdaptiveDecay(),
-    PowerLaw(),
-    SoftFloor(),
-    FSRS(),
-    Recency(),
-    Importance(),
-    AccessFrequency(),
-    Product(PowerLaw(), Exponential(half_life=DAY)),
-    Product(FSRS(), ACTR(), StabilityExponential()),
-    Blend({Exponential(): 1, FSRS(): 2, StabilityExponential(): 1}),
-    priority_blend(),
-    ByMetadata("kind", {"a": FSRS(), "b": ACTR()}, default=AdaptiveDecay()),
-    ByMetadata("kind", {"a": Product(ACTR(), Exponential())}, default=Blend({ACTR(): 1, EbbinghausLTP(): 1})),
-]
-ALL_IDS = [repr(fn)[:40] for fn in ALL]
-
-
-def entry(**kw: Any) -> Entry[Any, Any]:
-    kw.setdefault("last_accessed_at", START)
-    return Entry(key="k", value="v", inserted_at=START, **kw)
-
-
-def memory_score(fn: Any, e: Entry[Any, Any], now: datetime) -> float:
-    """What a memory would make of ``fn``'s raw score."""
-    s = fn.score(e, now)
-    if not getattr(fn, "includes_importance", False):
-        s *= e.importance
-    return min(max(s, 0.0), 1.0)
-
-
-# --- properties of every built-in, combinators included ------------------------------------
-
-
-@pytest.mark.parametrize("fn", ALL, ids=ALL_IDS)
-@given(
-    importance=st.sampled_from([0.0, 0.3, 1.0, 2.5]),
-    kind=st.sampled_from(["a", "b", "fact", None]),
-    tone=st.floats(min_value=0.0, max_value=1.0),
-    steps=st.lists(
-        st.tuples(st.integers(min_value=0, max_value=40 * 86_400), st.booleans()),
-        min_size=1,
-        max_size=8,
-    ),
-)
-def test_every_builtin_behaves(
-    fn: Any, importance: float, kind: str | None, tone: float, steps: list[tuple[int, bool]]
-) -> None:
-    clock = Clock()
-    meta = {"emotional_tone": tone, "type": kind or "conversation", "channels": 2}
-    if kind is not None:
-        meta["kind"] = kind
-    mem: Memory[Any, Any] = Memory(decay_fn=fn, clock_fn=clock).put("v", key=1, importance=importance, metadata=meta)
-    untouched: Memory[Any, Any] | None = None  # the memory as it was before the last rehearsal
-    last = mem.score(1)
-    assert 0.0 <= last <= 1.0
-    for gap, rehearse in steps:
-        clock.tick(gap)
-        now = mem.score(1)
-        assert 0.0 <= now <= 1.0
-        assert now <= last + 1e-12  # never rises without a rehearsal
-        if untouched is not None:
-            assert now >= untouched.score(1) - 1e-12  # a rehearsal never lowers the score later on
-        untouched = None
-        if rehearse:
-            touched = mem.touch(1)
-            assert touched.score(1) >= now - 1e-12
-            untouched, mem = mem, touched
-            now = mem.score(1)
-        last = now
-
-
-@pytest.mark.parametrize("fn", ALL, ids=ALL_IDS)
-def test_every_builtin_round_trips(fn: Any, clock: Clock) -> None:
-    assert isinstance(fn, DecayFunction)
-    data = json.loads(json.dumps(fn.to_dict()))
-    assert from_dict(data) == fn
-    assert pickle.loads(pickle.dumps(fn)) == fn
-    assert hash(from_dict(data)) == hash(fn)
-    mem: Memory[Any, Any] = Memory(decay_fn=fn, clock_fn=clock)
-    mem = mem.put("v", key=1, importance=0.8, metadata={"kind": "a"}).put("w", key=2, metadata={"kind": "b"})
-    for gap in (HOUR, 2 * DAY):
-        clock.tick(gap)
-        mem = mem.touch(1).touch(2)
-    clock.tick(DAY)
-    back = Memory.from_dict(json.loads(json.dumps(mem.to_dict())), clock_fn=clock)
-    assert back.decay_fn == fn
-    for key in (1, 2):
-        assert back.peek(key).decay_state == mem.peek(key).decay_state
-        assert back.score(key) == mem.score(key)
-    assert pickle.loads(pickle.dumps(mem)).score(1) == mem.score(1)
-
-
-@pytest.mark.parametrize("fn", ALL, ids=ALL_IDS)
-def test_every_builtin_is_at_its_maximum_at_zero_elapsed(fn: Any) -> None:
-    e = entry(importance=1.0)
-    top = fn.score(e, START)
-    for hours in (1, 24, 24 * 30):
-        assert fn.score(e, START + timedelta(hours=hours)) <= top
+# Every built-in's shared contract, combinators included (range, monotony, rehearsals, round trips,
+# the maximum at zero elapsed), is in tests/contract/test_decay.py.
 
 
 # --- Product ------------------------------------------------------------------------------
@@ -158,26 +50,26 @@ class TestProduct:
             now = START + timedelta(hours=hours)
             assert Product(a, b).score(e, now) == pytest.approx(a.score(e, now) * b.score(e, now), rel=1e-12)
 
-    def test_importance_is_applied_once(self, clock: Clock) -> None:
+    def test_importance_is_applied_once(self, clock: ManualClock) -> None:
         assert Product(Exponential(), PowerLaw()).includes_importance is False
         assert Product(Exponential(), StabilityExponential()).includes_importance is True
         mem: Memory[Any, Any] = Memory(decay_fn=Product(Exponential(), PowerLaw()), clock_fn=clock)
         mem = mem.put("v", key=1, importance=0.5)
-        clock.tick(HOUR)
+        clock.advance(HOUR)
         assert mem.score(1) == pytest.approx(0.5 * 0.5 * 0.5, rel=1e-12)
 
-    def test_children_keep_their_own_state(self, clock: Clock) -> None:
+    def test_children_keep_their_own_state(self, clock: ManualClock) -> None:
         fn = Product(FSRS(), ACTR(), Exponential())
         mem: Memory[Any, Any] = Memory(decay_fn=fn, clock_fn=clock).put("v", key=1)
         alone_fsrs: Memory[Any, Any] = Memory(decay_fn=FSRS(), clock_fn=clock).put("v", key=1)
         alone_actr: Memory[Any, Any] = Memory(decay_fn=ACTR(), clock_fn=clock).put("v", key=1)
         for gap in (HOUR, 3 * DAY, 10 * DAY):
-            clock.tick(gap)
+            clock.advance(gap)
             mem, alone_fsrs, alone_actr = mem.touch(1), alone_fsrs.touch(1), alone_actr.touch(1)
         state = mem.peek(1).decay_state
         assert type(state) is ChildStates
         assert state == (alone_fsrs.peek(1).decay_state, alone_actr.peek(1).decay_state, None)
-        clock.tick(5 * DAY)
+        clock.advance(5 * DAY)
         exp = Exponential().score(mem.peek(1), clock.now)
         assert mem.score(1) == pytest.approx(alone_fsrs.score(1) * alone_actr.score(1) * exp, rel=1e-12)
 
@@ -209,13 +101,13 @@ class TestBlend:
             assert fn.score(e, now) == pytest.approx(expected, rel=1e-12)
 
     @pytest.mark.parametrize("child", [Exponential(), StabilityExponential(), AdaptiveDecay(), EbbinghausLTP()])
-    def test_a_blend_of_one_scores_like_its_child(self, child: Any, clock: Clock) -> None:
+    def test_a_blend_of_one_scores_like_its_child(self, child: Any, clock: ManualClock) -> None:
         meta = {"emotional_tone": 1.0}
         alone: Memory[Any, Any] = Memory(decay_fn=child, clock_fn=clock).put("v", key=1, importance=0.7, metadata=meta)
         blended: Memory[Any, Any] = Memory(decay_fn=Blend({child: 5}), clock_fn=clock)
         blended = blended.put("v", key=1, importance=0.7, metadata=meta)
         for gap in (0, 1, 40, 500):
-            clock.tick(timedelta(hours=gap))
+            clock.advance(timedelta(hours=gap))
             assert blended.score(1) == pytest.approx(alone.score(1), rel=1e-12)
 
     def test_rejects_bad_weights(self) -> None:
@@ -254,7 +146,7 @@ class TestPriorityBlend:
         custom = priority_blend(importance=1, recency=0, access=0, retention=0)
         assert custom.score(entry(importance=0.3), START + 100 * DAY) == pytest.approx(0.3)
 
-    def test_fresh_entry_scores_point_eight(self, clock: Clock) -> None:
+    def test_fresh_entry_scores_point_eight(self, clock: ManualClock) -> None:
         mem: Memory[Any, Any] = Memory(decay_fn=priority_blend(), clock_fn=clock).put("v", key=1)
         assert mem.score(1) == pytest.approx(0.8, rel=1e-12)
 
@@ -263,14 +155,14 @@ class TestPriorityBlend:
 
 
 class TestByMetadata:
-    def test_picks_a_function_per_entry(self, clock: Clock) -> None:
+    def test_picks_a_function_per_entry(self, clock: ManualClock) -> None:
         fast, slow, other = Exponential(half_life=HOUR), Exponential(half_life=DAY), StabilityExponential()
         fn = ByMetadata("kind", {"episode": fast, "fact": slow}, default=other)
         mem: Memory[Any, Any] = Memory(decay_fn=fn, clock_fn=clock)
         mem = mem.put("e", key="e", importance=0.5, metadata={"kind": "episode"})
         mem = mem.put("f", key="f", metadata={"kind": "fact"})
         mem = mem.put("x", key="x", importance=0.8)
-        clock.tick(2 * HOUR)
+        clock.advance(2 * HOUR)
         assert mem.score("e") == pytest.approx(0.5 * 0.25, rel=1e-12)
         assert mem.score("f") == pytest.approx(0.5 ** (2 / 24), rel=1e-12)
         assert mem.score("x") == pytest.approx(math.exp(-7200 / (86_400 * 0.8)), rel=1e-12)
@@ -282,10 +174,10 @@ class TestByMetadata:
         assert fn.pick(entry(metadata={"n": [1]}))[0] == -1
         assert fn.pick(entry())[0] == -1
 
-    def test_state_belongs_to_the_chosen_child(self, clock: Clock) -> None:
+    def test_state_belongs_to_the_chosen_child(self, clock: ManualClock) -> None:
         fn = ByMetadata("kind", {"a": FSRS()}, default=ACTR())
         mem: Memory[Any, Any] = Memory(decay_fn=fn, clock_fn=clock).put("v", key=1, metadata={"kind": "a"})
-        clock.tick(3 * DAY)
+        clock.advance(3 * DAY)
         mem = mem.touch(1)
         state = mem.peek(1).decay_state
         assert type(state) is Picked
@@ -330,7 +222,7 @@ def test_nested_to_dict_is_json_and_rebuilds() -> None:
     assert from_dict(json.loads(json.dumps(data))) == fn
 
 
-def test_custom_children_make_the_combinator_custom(clock: Clock) -> None:
+def test_custom_children_make_the_combinator_custom(clock: ManualClock) -> None:
     def flat(e: Entry[Any, Any], now: datetime) -> float:
         return 0.5
 
@@ -339,7 +231,7 @@ def test_custom_children_make_the_combinator_custom(clock: Clock) -> None:
     assert Blend({flat: 1}).to_dict()["name"] == "custom"
     assert ByMetadata("k", {}, default=flat).to_dict()["name"] == "custom"
     mem: Memory[Any, Any] = Memory(decay_fn=fn, clock_fn=clock).put("v", key=1)
-    clock.tick(HOUR)
+    clock.advance(HOUR)
     assert mem.score(1) == pytest.approx(0.25)
     back = Memory.from_dict(json.loads(json.dumps(mem.to_dict())), decay_fn=fn, clock_fn=clock)
     assert back.score(1) == mem.score(1)

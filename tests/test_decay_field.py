@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import math
-import pickle
 from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
-from lethe import Entry, Memory
+from lethe import Entry, ManualClock, Memory
 from lethe.decay import (
     AdaptiveDecay,
-    DecayFunction,
     EbbinghausLTP,
     Exponential,
     PowerLaw,
@@ -23,88 +20,13 @@ from lethe.decay import (
     from_dict,
 )
 
-from .conftest import START, Clock
+from ._support import START, entry
 
 DAY = timedelta(days=1)
 HOUR = timedelta(hours=1)
 
-MODELS = [EbbinghausLTP(), StabilityExponential(), AdaptiveDecay(), PowerLaw(), SoftFloor()]
-IDS = [type(fn).__name__ for fn in MODELS]
-
-
-def entry(
-    inserted: datetime = START,
-    accessed: datetime | None = None,
-    access_count: int = 0,
-    **kw: Any,
-) -> Entry[Any, Any]:
-    return Entry(
-        key="k",
-        value="v",
-        inserted_at=inserted,
-        last_accessed_at=inserted if accessed is None else accessed,
-        access_count=access_count,
-        **kw,
-    )
-
-
-@pytest.mark.parametrize("fn", MODELS, ids=IDS)
-class TestEveryFieldModel:
-    def test_is_a_decay_function(self, fn: Any) -> None:
-        assert isinstance(fn, DecayFunction)
-
-    def test_one_at_zero_elapsed(self, fn: Any) -> None:
-        assert fn.score(entry(), START) == 1.0
-
-    def test_in_range_through_memory(self, fn: Any, clock: Clock) -> None:
-        mem: Memory[Any, Any] = Memory(decay_fn=fn, clock_fn=clock)
-        for i, imp in enumerate([0.0, 0.05, 0.5, 1.0, 3.0]):
-            mem = mem.put(i, key=i, importance=imp, metadata={"emotional_tone": 1.0, "type": "fact"})
-        for step in [0, 1, 50, 2000, 200_000]:
-            clock.tick(timedelta(hours=step))
-            for s in mem.score_map().values():
-                assert 0.0 <= s <= 1.0
-
-    def test_never_increases_without_rehearsal(self, fn: Any) -> None:
-        e = entry(inserted=START - 10 * DAY, accessed=START - 3 * HOUR, access_count=4, importance=0.7)
-        last = math.inf
-        for hours in range(0, 24 * 60, 7):
-            s = fn.score(e, START + timedelta(hours=hours))
-            assert s <= last
-            last = s
-
-    def test_rehearsal_never_lowers_the_score(self, fn: Any, clock: Clock) -> None:
-        mem: Memory[Any, Any] = Memory(decay_fn=fn, clock_fn=clock).put("v", key=1, importance=0.8)
-        for gap in [HOUR, 3 * DAY, 9 * DAY, 30 * DAY]:
-            clock.tick(gap)
-            before = mem.score(1)
-            touched = mem.touch(1)
-            assert touched.score(1) >= before
-            clock.tick(gap)
-            assert touched.score(1) >= mem.score(1)
-            mem = touched
-
-    def test_round_trips(self, fn: Any, clock: Clock) -> None:
-        assert from_dict(json.loads(json.dumps(fn.to_dict()))) == fn
-        assert pickle.loads(pickle.dumps(fn)) == fn
-        assert hash(pickle.loads(pickle.dumps(fn))) == hash(fn)
-        mem: Memory[Any, Any] = Memory(decay_fn=fn, clock_fn=clock).put("v", key=1, importance=0.6)
-        clock.tick(2 * DAY)
-        mem = mem.touch(1)
-        clock.tick(DAY)
-        back = Memory.from_dict(json.loads(json.dumps(mem.to_dict())), clock_fn=clock)
-        assert back.decay_fn == fn
-        assert back.score(1) == mem.score(1)
-
-    def test_earlier_now_counts_as_zero_elapsed(self, fn: Any) -> None:
-        assert fn.score(entry(), START - HOUR) == 1.0
-
-
-@pytest.mark.parametrize("name", ["power_law", "soft_floor", "ebbinghaus_ltp", "stability_exponential", "adaptive"])
-def test_one_half_life_rule_by_name(name: str, clock: Clock) -> None:
-    mem: Memory[Any, Any] = Memory(decay_fn=name, half_life=timedelta(hours=3), clock_fn=clock).put(1, key=1)
-    clock.tick(timedelta(hours=3))
-    assert mem.score(1) == pytest.approx(0.5, rel=1e-12)
+# Every model's shared contract (range, fresh score, half-life by name, monotony, rehearsals,
+# round trips) is in tests/contract/test_decay.py.
 
 
 def test_default_power_law_and_soft_floor_half_at_one_hour() -> None:
@@ -147,7 +69,7 @@ class TestEbbinghausLTP:
         custom = EbbinghausLTP(emotion_key="mood")
         assert custom.score(entry(metadata={"mood": 1.0}), now) == pytest.approx(1.2 * plain, rel=1e-12)
 
-    def test_memory_clamps_the_boosted_raw_score(self, clock: Clock) -> None:
+    def test_memory_clamps_the_boosted_raw_score(self, clock: ManualClock) -> None:
         mem: Memory[Any, Any] = Memory(decay_fn=EbbinghausLTP(), clock_fn=clock)
         mem = mem.put("v", key=1, metadata={"emotional_tone": 1.0})
         assert EbbinghausLTP().score(mem.peek(1), clock.now) == pytest.approx(1.2)
@@ -155,14 +77,14 @@ class TestEbbinghausLTP:
         mem = mem.put("w", key=2, importance=0.5, metadata={"emotional_tone": 1.0})
         assert mem.score(2) == pytest.approx(0.6)
 
-    def test_pruning_scenarios_from_the_seed(self, clock: Clock) -> None:
+    def test_pruning_scenarios_from_the_seed(self, clock: ManualClock) -> None:
         mem: Memory[Any, Any] = Memory(decay_fn=EbbinghausLTP(), clock_fn=clock)
         mem = mem.put("forgotten", key="low", importance=0.1).put("used", key="used")
         for _ in range(10):
-            clock.tick(HOUR)
+            clock.advance(HOUR)
             mem = mem.touch("used")
         start = clock.now
-        clock.tick(30 * DAY)
+        clock.advance(30 * DAY)
         used = mem.score("used")
         assert used > 0.5
         clock.now = start + 90 * DAY
@@ -214,13 +136,13 @@ class TestStabilityExponential:
             assert fn.stability(e) == pytest.approx(86_400 * 1.5**n)
             assert fn.score(e, START + DAY) == pytest.approx(math.exp(-1 / 1.5**n), rel=1e-12)
 
-    def test_includes_importance(self, clock: Clock) -> None:
+    def test_includes_importance(self, clock: ManualClock) -> None:
         assert StabilityExponential.includes_importance is True
         mem: Memory[Any, Any] = Memory(decay_fn=StabilityExponential(), clock_fn=clock)
         mem = mem.put("a", key="zero", importance=0.0).put("b", key="half", importance=0.5)
         assert mem.score("zero") == 0.0
         assert mem.score("half") == 1.0  # importance sets stability, not the starting level
-        clock.tick(DAY)
+        clock.advance(DAY)
         assert mem.score("half") == pytest.approx(math.exp(-2.0), rel=1e-12)
 
     def test_time_until(self) -> None:
@@ -339,10 +261,10 @@ class TestAdaptiveDecay:
         source_after = min(after * 1.3, 0.9)
         assert source_after > before
 
-    def test_rehearsing_an_old_memory_boosts_it(self, clock: Clock) -> None:
+    def test_rehearsing_an_old_memory_boosts_it(self, clock: ManualClock) -> None:
         mem: Memory[Any, Any] = Memory(decay_fn=AdaptiveDecay(), clock_fn=clock)
         mem = mem.put("v", key=1, importance=0.5, metadata={"type": "conversation"})
-        clock.tick(timedelta(hours=400))
+        clock.advance(timedelta(hours=400))
         before = mem.score(1)
         after = mem.touch(1).score(1)
         rate = 0.001 * 1.0 / (1 + 0.3 * math.log(1 + 2))  # access count 2 in the seed's terms
@@ -413,12 +335,12 @@ class TestSoftFloor:
         assert fn.floor(2.0) == pytest.approx(0.3 * (g(1.0) - g(0.0)) / (1 - g(0.0)), rel=1e-12)
         assert fn.floor(100.0) == pytest.approx(0.3, rel=1e-9)
 
-    def test_important_entries_never_vanish(self, clock: Clock) -> None:
+    def test_important_entries_never_vanish(self, clock: ManualClock) -> None:
         fn = SoftFloor()
         floor = fn.floor(3.0)
         mem: Memory[Any, Any] = Memory(decay_fn=fn, clock_fn=clock).put("v", key=1, importance=3.0)
         mem = mem.put("w", key=2, importance=1.0)
-        clock.tick(1000 * HOUR)
+        clock.advance(1000 * HOUR)
         assert mem.score(1) == pytest.approx(3.0 * floor, rel=1e-9)
         assert mem.score(1) > 0.85
         assert mem.score(2) < 1e-100

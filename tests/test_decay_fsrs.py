@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lethe import Entry, Memory
+from lethe import ManualClock, Memory
 from lethe.decay import FSRS, FSRS6_DEFAULT_PARAMETERS, DecayFunction, by_name, from_dict
 
-from .conftest import START, Clock
+from ._support import START, entry
 
 DAY = timedelta(days=1)
 
@@ -45,11 +45,6 @@ def good_review(s: float, d: float, elapsed_days: float) -> tuple[float, float]:
         s_new = s * (math.exp(W[8]) * (11 - d) * s ** -W[9] * (math.exp(W[10] * (1 - r)) - 1) * 1 * 1 + 1)
     d_new = W[7] * d0(4) + (1 - W[7]) * (d + 0.0 * (10 - d) / 9)
     return s_new, min(max(d_new, 1.0), 10.0)
-
-
-def entry(**kw: Any) -> Entry[Any, Any]:
-    kw.setdefault("last_accessed_at", START)
-    return Entry(key="k", value="v", inserted_at=START, **kw)
 
 
 def test_default_parameters_are_the_published_ones() -> None:
@@ -90,9 +85,9 @@ def test_half_life_is_where_r_reaches_one_half() -> None:
     assert fn.time_until(entry(), 1.0) == 0.0
 
 
-def test_long_term_rehearsal_matches_the_equations(clock: Clock) -> None:
+def test_long_term_rehearsal_matches_the_equations(clock: ManualClock) -> None:
     mem: Memory[Any, Any] = Memory(decay_fn=FSRS(), clock_fn=clock).put("v", key=1)
-    clock.tick(5 * DAY)
+    clock.advance(5 * DAY)
     mem = mem.touch(1)
     s, d = good_review(W[2], d0(3), 5.0)
     state = mem.peek(1).decay_state
@@ -100,14 +95,14 @@ def test_long_term_rehearsal_matches_the_equations(clock: Clock) -> None:
     assert state[1] == pytest.approx(d, rel=1e-12)
     assert s == pytest.approx(18.1679, abs=1e-4)
     assert d == pytest.approx(2.1112, abs=1e-4)
-    clock.tick(3 * DAY)
+    clock.advance(3 * DAY)
     assert mem.score(1) == pytest.approx(curve(3, s), rel=1e-12)
     assert mem.score(1) == pytest.approx(0.97713, abs=1e-5)
 
 
-def test_short_term_rehearsal_uses_the_same_day_equation(clock: Clock) -> None:
+def test_short_term_rehearsal_uses_the_same_day_equation(clock: ManualClock) -> None:
     mem: Memory[Any, Any] = Memory(decay_fn=FSRS(), clock_fn=clock).put("v", key=1)
-    clock.tick(timedelta(hours=2))
+    clock.advance(timedelta(hours=2))
     mem = mem.touch(1)
     s, d = good_review(W[2], d0(3), 2 / 24)
     # For S0 the raw same-day increase is below 1, so Good keeps the stability.
@@ -121,31 +116,31 @@ def test_short_term_rehearsal_uses_the_same_day_equation(clock: Clock) -> None:
     assert small[0] > 0.1
 
 
-def test_a_series_of_rehearsals_follows_the_equations(clock: Clock) -> None:
+def test_a_series_of_rehearsals_follows_the_equations(clock: ManualClock) -> None:
     fn = FSRS()
     mem: Memory[Any, Any] = Memory(decay_fn=fn, clock_fn=clock).put("v", key=1)
     s, d = W[2], min(max(d0(3), 1.0), 10.0)
     for gap_days in [0.2, 1.5, 4, 0.5, 12, 40]:
-        clock.tick(timedelta(days=gap_days))
+        clock.advance(timedelta(days=gap_days))
         mem = mem.touch(1)
         s, d = good_review(s, d, gap_days)
         assert mem.peek(1).decay_state == pytest.approx((s, d), rel=1e-9)
-    clock.tick(20 * DAY)
+    clock.advance(20 * DAY)
     assert mem.score(1) == pytest.approx(curve(20, s), rel=1e-9)
 
 
-def test_never_increases_without_rehearsal_and_rehearsal_never_lowers(clock: Clock) -> None:
+def test_never_increases_without_rehearsal_and_rehearsal_never_lowers(clock: ManualClock) -> None:
     mem: Memory[Any, Any] = Memory(decay_fn=FSRS(), clock_fn=clock).put("v", key=1, importance=0.7)
     for gap in [timedelta(hours=3), 2 * DAY, 10 * DAY, 90 * DAY]:
         last = mem.score(1)
         for _ in range(5):
-            clock.tick(gap / 5)
+            clock.advance(gap / 5)
             now = mem.score(1)
             assert 0.0 <= now <= last
             last = now
         touched = mem.touch(1)
         assert touched.score(1) >= last
-        clock.tick(gap)
+        clock.advance(gap)
         assert touched.score(1) >= mem.score(1)
         mem = touched
 
@@ -165,7 +160,7 @@ def test_stability_never_falls_with_good_reviews(gaps: list[float], later: float
         s, d = s2, d2
 
 
-def test_round_trips(clock: Clock) -> None:
+def test_round_trips(clock: ManualClock) -> None:
     fn = FSRS()
     assert from_dict(json.loads(json.dumps(fn.to_dict()))) == fn
     assert pickle.loads(pickle.dumps(fn)) == fn
@@ -173,9 +168,9 @@ def test_round_trips(clock: Clock) -> None:
     assert from_dict(custom.to_dict()) == custom
     assert custom != fn
     mem: Memory[Any, Any] = Memory(decay_fn=fn, clock_fn=clock).put("v", key=1)
-    clock.tick(3 * DAY)
+    clock.advance(3 * DAY)
     mem = mem.touch(1)
-    clock.tick(DAY)
+    clock.advance(DAY)
     back = Memory.from_dict(json.loads(json.dumps(mem.to_dict())), clock_fn=clock)
     assert back.peek(1).decay_state == mem.peek(1).decay_state
     assert back.score(1) == mem.score(1)
@@ -205,9 +200,9 @@ def test_validates_parameters() -> None:
         FSRS(parameters=[*W[:3], math.inf, *W[4:]])
 
 
-def test_by_name_and_memory(clock: Clock) -> None:
+def test_by_name_and_memory(clock: ManualClock) -> None:
     assert by_name("fsrs", 3600) == FSRS()
     mem: Memory[Any, Any] = Memory(decay_fn="fsrs", clock_fn=clock).put("v", key=1, importance=0.5)
-    clock.tick(timedelta(days=W[2]))
+    clock.advance(timedelta(days=W[2]))
     assert mem.score(1) == pytest.approx(0.45, rel=1e-12)
     assert repr(FSRS()) == "FSRS()"

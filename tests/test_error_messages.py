@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from lethe import Entry, Memory, SummarizeError
+from lethe import Entry, ManualClock, Memory, SummarizeError
 from lethe.decay import Exponential
 
-from .conftest import START, Clock
+from ._support import START
 
 NAIVE = datetime(2026, 1, 1)
 
@@ -105,7 +105,7 @@ class TestPut:
         with pytest.raises(ValueError, match=r"^expires_at must be timezone-aware, got naive "):
             make().put("v", expires_at=NAIVE)
 
-    def test_summarize_failure_names_the_key_and_the_error(self, make: Any, clock: Clock) -> None:
+    def test_summarize_failure_names_the_key_and_the_error(self, make: Any, clock: ManualClock) -> None:
         def boom(entry: Entry[Any, Any]) -> str:
             raise ValueError("boom")
 

@@ -10,19 +10,20 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from lethe import Entry, Memory, MemoryFullError
-from tests.conftest import START, Clock
+from lethe import Entry, ManualClock, Memory, MemoryFullError
+
+from ._support import START, fake_clock
 
 MODELS = ["exponential", "actr", "fsrs", lambda e, now: 0.9]
 
 
 @pytest.fixture(params=MODELS, ids=["exponential", "actr", "fsrs", "custom"])
-def expired(request: Any, clock: Clock) -> Memory[Any, Any]:
+def expired(request: Any, clock: ManualClock) -> Memory[Any, Any]:
     """A memory holding "otp" (expired a second ago), "note" and pinned "rule"."""
     mem: Memory[Any, Any] = Memory(decay_fn=request.param, half_life=86_400, clock_fn=clock)
     mem = mem.put("code 1234", key="otp", ttl=60, importance=5.0)
     mem = mem.put("note", key="note").put("rule", key="rule", pinned=True)
-    clock.tick(61)
+    clock.advance(61)
     return mem
 
 
@@ -64,41 +65,41 @@ class TestGoneForEveryRead:
 
 
 class TestAtTheDeadline:
-    def test_the_deadline_instant_is_already_gone(self, clock: Clock) -> None:
+    def test_the_deadline_instant_is_already_gone(self, clock: ManualClock) -> None:
         mem: Memory[Any, Any] = Memory(clock_fn=clock).put("v", key="k", ttl=60)
-        clock.tick(60)
+        clock.advance(60)
         assert "k" not in mem
         assert len(mem) == 0
 
-    def test_a_pinned_entry_with_a_deadline_is_kept(self, clock: Clock) -> None:
+    def test_a_pinned_entry_with_a_deadline_is_kept(self, clock: ManualClock) -> None:
         mem: Memory[Any, Any] = Memory(clock_fn=clock).put("v", key="k", ttl=60).pin("k")
-        clock.tick(600)
+        clock.advance(600)
         assert "k" in mem
         assert len(mem) == 1
         assert mem.put("w", key="w").evicted == ()
 
-    def test_a_replaced_entry_takes_its_new_deadline(self, clock: Clock) -> None:
+    def test_a_replaced_entry_takes_its_new_deadline(self, clock: ManualClock) -> None:
         mem: Memory[Any, Any] = Memory(clock_fn=clock).put("v", key="k", ttl=60)
         mem = mem.put("w", key="k", ttl=600)
-        clock.tick(120)
+        clock.advance(120)
         assert mem.peek("k").value == "w"
         assert mem.put("x", key="x").evicted == ()
 
-    def test_a_deleted_entry_is_not_reported_when_its_deadline_passes(self, clock: Clock) -> None:
+    def test_a_deleted_entry_is_not_reported_when_its_deadline_passes(self, clock: ManualClock) -> None:
         mem: Memory[Any, Any] = Memory(clock_fn=clock).put("v", key="k", ttl=60).delete("k")
-        clock.tick(120)
+        clock.advance(120)
         assert mem.put("x", key="x").evicted == ()
 
 
 class TestStatsAgreeWithActiveCount:
-    def test_zero_threshold_with_an_expired_entry(self, clock: Clock) -> None:
+    def test_zero_threshold_with_an_expired_entry(self, clock: ManualClock) -> None:
         mem: Memory[Any, Any] = Memory(eviction_threshold=0.0, summarize_threshold=0.0, clock_fn=clock)
         mem = mem.put("x", key="x", ttl=1).put("y", key="y")
-        clock.tick(2)
+        clock.advance(2)
         assert mem.stats().active == mem.active_count() == 1
 
 
-def test_a_custom_function_never_sees_an_expired_entry(clock: Clock) -> None:
+def test_a_custom_function_never_sees_an_expired_entry(clock: ManualClock) -> None:
     seen: list[Any] = []
 
     def decay(entry: Entry[Any, Any], now: datetime) -> float:
@@ -106,7 +107,7 @@ def test_a_custom_function_never_sees_an_expired_entry(clock: Clock) -> None:
         return 0.5
 
     mem: Memory[Any, Any] = Memory(decay_fn=decay, clock_fn=clock).put("v", key="gone", ttl=1).put("w", key="kept")
-    clock.tick(5)
+    clock.advance(5)
     seen.clear()
     mem.scored()
     mem.stats()
@@ -121,7 +122,7 @@ class ExpiryMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.clock = Clock()
+        self.clock = fake_clock()
         self.reported: list[Any] = []
         self.mem: Memory[Any, Any] | None = None
         self.deadline: dict[str, float | None] = {}  # live keys: seconds since START, None: no deadline
@@ -196,7 +197,7 @@ class ExpiryMachine(RuleBasedStateMachine):
 
     @rule(seconds=st.integers(1, 90))
     def advance(self, seconds: int) -> None:
-        self.clock.tick(seconds)
+        self.clock.advance(seconds)
 
     @rule()
     def evict(self) -> None:
@@ -239,10 +240,10 @@ class TestOneClockReadingPerCall:
     @pytest.mark.parametrize("write", ["get", "touch", "update", "pin", "score", "time_until"])
     def test_the_entry_is_looked_up_at_the_calls_one_reading(self, decay: str, write: str) -> None:
         readings: list[datetime] = []
-        clock = Clock()
+        clock = fake_clock()
 
         def ticking() -> datetime:
-            clock.tick(1)
+            clock.advance(1)
             readings.append(clock.now)
             return clock.now
 
@@ -266,7 +267,7 @@ class TestOneClockReadingPerCall:
             assert [e["key"] for e in result.to_dict()["entries"]] == ["otp"]
 
 
-def test_put_many_summarizes_an_expired_entry_once(clock: Clock) -> None:
+def test_put_many_summarizes_an_expired_entry_once(clock: ManualClock) -> None:
     calls: list[Any] = []
 
     def summarize(entry: Entry[Any, Any]) -> str:
@@ -275,7 +276,7 @@ def test_put_many_summarizes_an_expired_entry_once(clock: Clock) -> None:
 
     mem: Memory[Any, Any] = Memory(max_entries=2, summarize_fn=summarize, clock_fn=clock)
     mem = mem.put("code", key="otp", ttl=10).put("b", key="b")
-    clock.tick(11)
+    clock.advance(11)
     new = mem.put_many([("c", 1), ("d", 2)])  # over capacity: replayed put by put
     assert calls == ["otp", "b"]
     assert [e.key for e in new.evicted] == ["otp", "b"]

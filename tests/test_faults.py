@@ -1,13 +1,18 @@
 """Fault injection: every hook call an operation makes can fail, and nothing changes.
 
-For each operation, the hooks it calls (``summarize_fn``, ``on_evict``, a custom
-decay callable, ``clock_fn``) are first counted on a dry run; then the same
-operation is repeated once per call, with that hook raising on exactly that
-call.  Each time the caller's memory must be unchanged (``to_dict()`` and
+For each operation and each decay model in ``tests/_support.MODELS``, the hooks
+the operation calls (``summarize_fn``, ``on_evict``, ``clock_fn`` and the decay
+function's ``score``/``rehearse``) are first counted on a dry run; then the
+same operation is repeated once per call, with that hook raising on exactly
+that call.  Each time the caller's memory must be unchanged (``to_dict()`` and
 ``score_map()`` as before), still pass its invariants, the error must be the
 documented one (``SummarizeError`` from the original for ``summarize_fn``, the
 original exception for the others), and the operation retried with the fault
 cleared must give what an undisturbed run gives.
+
+Every model runs twice: as itself (built-ins take the memory's fast paths), and
+behind :class:`~tests._support.FaultyDecay`, a custom object that scores and
+rehearses exactly as the model does but can fail on any call.
 
     LETHE_FAULTS_REPORT=faults.json python -m pytest -q tests/test_faults.py
 
@@ -17,94 +22,36 @@ cleared must give what an undisturbed run gives.
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections import Counter
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from lethe import Entry, Memory, SummarizeError
 
-from .conftest import HOUR, Clock
+from ._support import BY_ID, HOUR, METADATA, MODEL_IDS, Boom, Fault, FaultyDecay, fake_clock, invariants, summary
 
 #: Faults injected over the whole module (docs/reliability.md quotes the total).
 INJECTED: Counter[str] = Counter()
 
 
-class Boom(Exception):
-    """The injected failure."""
-
-
-class Fault:
-    """Wraps a hook; raises ``Boom`` on call number ``fail_at`` (1-based) once armed."""
-
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        self.fn = fn
-        self.calls = 0
-        self.fail_at: int | None = None
-
-    def arm(self, fail_at: int | None) -> None:
-        self.calls = 0
-        self.fail_at = fail_at
-
-    def __call__(self, *args: Any) -> Any:
-        self.calls += 1
-        if self.fail_at is not None and self.calls == self.fail_at:
-            raise Boom(f"injected failure on call {self.calls}")
-        return self.fn(*args)
-
-
-def custom_decay(entry: Entry[Any, Any], now: datetime) -> float:
-    """A plain callable decay function (exponential, one-hour half-life)."""
-    elapsed = (now - entry.last_accessed_at).total_seconds()
-    return 1.0 if elapsed <= 0 else float(0.5 ** (elapsed / 3600.0))
-
-
-def summary(entry: Entry[Any, Any]) -> str:
-    return f"summary of {entry.value}"
-
-
-def invariants(mem: Memory[Any, Any]) -> None:
-    """What every memory must satisfy, whatever happened to it."""
-    assert len(mem) <= mem.max_entries
-    scored = mem.scored()
-    assert len(scored) == len(mem)
-    assert {e.key for e, _ in scored} == set(mem.keys())
-    scores = [s for _, s in scored]
-    assert all(0.0 <= s <= 1.0 for s in scores)
-    assert scores == sorted(scores, reverse=True)
-    assert all(s == 1.0 for e, s in scored if e.pinned)
-    for e, _ in scored:
-        assert mem.peek(e.key) is e
-        assert e.access_count >= 0
-        assert 0.0 <= e.importance < math.inf
-        assert e.last_accessed_at >= e.inserted_at
-    assert 0 <= mem.eviction_threshold <= mem.summarize_threshold <= 1
-    data = mem.to_dict()
-    assert json.loads(json.dumps(data)) == data
-    # The document also holds the entries past their deadline that no write has removed yet.
-    # The document also holds the entries past their deadline that no write has removed yet.
-    keys = [tuple(e["key"]) if isinstance(e["key"], list) else e["key"] for e in data["entries"]]
-    assert len(keys) == len(mem) + sum(1 for e, k in zip(data["entries"], keys) if e["expires_at"] and k not in mem)
-
-
 class Rig:
-    """A memory whose four hooks can each be made to fail on a chosen call."""
+    """A memory whose hooks can each be made to fail on a chosen call."""
 
-    def __init__(self, decay: str) -> None:
-        self.clock = Clock()
+    def __init__(self, model: str, wrapped: bool) -> None:
+        self.clock = fake_clock()
         self.evicted: list[tuple[Entry[Any, Any], ...]] = []
-        self.hooks = {
+        self.hooks: dict[str, Fault] = {
             "summarize_fn": Fault(summary),
             "on_evict": Fault(self.evicted.append),
             "clock_fn": Fault(self.clock),
         }
-        decay_fn: Any = decay
-        if decay == "custom":
-            self.hooks["decay"] = Fault(custom_decay)
+        decay_fn: Any = BY_ID[model].make()
+        if wrapped:
+            self.hooks["decay"] = FaultyDecay(decay_fn)
             decay_fn = self.hooks["decay"]
         self.mem: Memory[Any, Any] = Memory(
             max_entries=4,
@@ -115,13 +62,14 @@ class Rig:
             on_evict=self.hooks["on_evict"],
             clock_fn=self.hooks["clock_fn"],
         )
-        # Four entries: one faded (evictable), one fading (summarizable), one fresh, one pinned.
-        mem = self.mem.put("old", key="old")
-        self.clock.tick(5 * HOUR)
-        mem = mem.put("mid", key="mid")
-        self.clock.tick(timedelta(minutes=90))
+        # Four entries: one faded (evictable), one fading (summarizable), one fresh, one pinned
+        # (under the exponential models; slower ones keep more of them).
+        mem = self.mem.put("old", key="old", metadata=METADATA[1])
+        self.clock.advance(5 * HOUR)
+        mem = mem.put("mid", key="mid", metadata=METADATA[2])
+        self.clock.advance(timedelta(minutes=90))
         mem = mem.put("new", key="new", importance=0.8).put("pin", key="pin", pinned=True)
-        self.clock.tick(timedelta(minutes=10))
+        self.clock.advance(timedelta(minutes=10))
         self.mem = mem
 
     def disarm(self) -> None:
@@ -159,24 +107,38 @@ OPERATIONS: dict[str, Callable[[Memory[Any, Any]], Any]] = {
     "score_map": lambda m: m.score_map(),
     "score": lambda m: m.score("mid"),
     "top": lambda m: m.top(2),
+    "top_scored": lambda m: m.top_scored(2),
     "above": lambda m: m.above(0.1),
     "filter": lambda m: m.filter(lambda e: True),
     "active": lambda m: m.active(),
     "stats": lambda m: m.stats(),
     "iterate": lambda m: list(m),
+    "time_until": lambda m: m.time_until("mid", 0.2),
+    "next_eviction": lambda m: m.next_eviction(),
 }
 
-DECAYS = ["custom", "exponential", "actr"]
+
+#: Operations that score at least one entry.
+SCORING = {
+    "put new key at capacity", "put auto key at capacity", "summarize", "evict", "scored", "score_map", "score",
+    "top", "top_scored", "above", "filter", "active", "stats", "iterate", "time_until", "next_eviction",
+}  # fmt: skip
 
 
-def _cases() -> list[tuple[str, str]]:
-    return [(decay, op) for decay in DECAYS for op in OPERATIONS]
+def _cases() -> list[tuple[str, bool, str]]:
+    return [(model, wrapped, op) for model in MODEL_IDS for wrapped in (False, True) for op in OPERATIONS]
 
 
-@pytest.mark.parametrize(("decay", "op"), _cases())
-def test_every_hook_call_can_fail_without_changing_anything(decay: str, op: str) -> None:
+def _id(case: tuple[str, bool, str]) -> str:
+    model, wrapped, op = case
+    return f"{model}{'-wrapped' if wrapped else ''}-{op}"
+
+
+@pytest.mark.parametrize("case", _cases(), ids=_id)
+def test_every_hook_call_can_fail_without_changing_anything(case: tuple[str, bool, str]) -> None:
+    model, wrapped, op = case
     run = OPERATIONS[op]
-    rig = Rig(decay)
+    rig = Rig(model, wrapped)
     before = rig.snapshot()
     invariants(rig.mem)
     # Dry run: what the operation returns undisturbed, and how often it calls each hook.
@@ -204,24 +166,28 @@ def test_every_hook_call_can_fail_without_changing_anything(decay: str, op: str)
             injected += 1
             # The caller's memory is as it was, and still whole.
             assert rig.snapshot() == before
-            invariants(rig.mem)
+            invariants(rig.mem, ranked=False)
             # A retry with the fault gone gives the undisturbed answer.
             assert _result(run(rig.mem)) == expected
+    invariants(rig.mem)
+    label = f"{model}-wrapped" if wrapped else model
     INJECTED[op] += injected
-    INJECTED[f"hook:{decay}"] += injected
+    INJECTED[f"hook:{label}"] += injected
     report = os.environ.get("LETHE_FAULTS_REPORT")
     if report:
         with open(report, "w") as f:
             json.dump(dict(INJECTED), f, indent=2)
-    if op in ("put new key at capacity", "evict"):
+    if op == "put new key at capacity" or (op == "evict" and out[1]):
         assert counts["on_evict"] == 1
         assert counts["summarize_fn"] >= 1
         assert injected >= 3
+    if wrapped and op in SCORING:
+        assert counts["decay"] >= 1
 
 
 def test_faults_were_injected_into_every_hook() -> None:
     """The sweep above reaches each hook from the operations that call it."""
-    rig = Rig("custom")
+    rig = Rig("custom", wrapped=True)
     rig.disarm()
     rig.mem.put("x", key="x")
     assert all(hook.calls > 0 for hook in rig.hooks.values())
@@ -231,7 +197,7 @@ def test_faults_were_injected_into_every_hook() -> None:
 
 
 def test_hooks_calling_back_into_the_old_memory_see_a_consistent_snapshot() -> None:
-    clock = Clock()
+    clock = fake_clock()
     seen: list[tuple[str, Any]] = []
     holder: dict[str, Memory[Any, Any]] = {}
     depth = [0]
@@ -258,13 +224,11 @@ def test_hooks_calling_back_into_the_old_memory_see_a_consistent_snapshot() -> N
     def on_evict(batch: tuple[Entry[Any, Any], ...]) -> None:
         reenter("on_evict")
 
-    mem: Memory[Any, Any] = Memory(
-        max_entries=3, summarize_fn=summarize_fn, on_evict=on_evict, clock_fn=clock
-    )
+    mem: Memory[Any, Any] = Memory(max_entries=3, summarize_fn=summarize_fn, on_evict=on_evict, clock_fn=clock)
     mem = mem.put("A", key="a")
-    clock.tick(HOUR)
+    clock.advance(HOUR)
     mem = mem.put("B", key="b").put("C", key="c")
-    clock.tick(HOUR)
+    clock.advance(HOUR)
     holder["mem"] = mem
     before = (mem.to_dict(), mem.score_map(), [(e.key, s) for e, s in mem.scored()])
 
@@ -294,7 +258,7 @@ def test_hooks_calling_back_into_the_old_memory_see_a_consistent_snapshot() -> N
 
 
 def test_reentrant_evict_sees_the_memory_it_was_called_on() -> None:
-    clock = Clock()
+    clock = fake_clock()
     holder: dict[str, Memory[Any, Any]] = {}
     inner: list[Any] = []
     calls: list[int] = []
@@ -309,7 +273,7 @@ def test_reentrant_evict_sees_the_memory_it_was_called_on() -> None:
 
     mem: Memory[Any, Any] = Memory(max_entries=5, on_evict=on_evict, clock_fn=clock)
     mem = mem.put(1, key="gone1").put(2, key="gone2")
-    clock.tick(10 * HOUR)
+    clock.advance(10 * HOUR)
     mem = mem.put(3, key="stays")
     holder["mem"] = mem
     new, out = mem.evict()

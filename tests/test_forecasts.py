@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from lethe import Entry, Memory
-from lethe.decay import SoftFloor
+from lethe import Entry, ManualClock, Memory
+from lethe.decay import PowerLaw, SoftFloor
 
-from .conftest import START, Clock
+from ._support import HOUR, START
 
 US = timedelta(microseconds=1)
 
@@ -37,7 +37,7 @@ class Step:
         return self.high if now - entry.last_accessed_at <= self.at else self.low
 
 
-def below_from(mem: Memory[Any, Any], clock: Clock, key: Any, threshold: float, wait: timedelta) -> None:
+def below_from(mem: Memory[Any, Any], clock: ManualClock, key: Any, threshold: float, wait: timedelta) -> None:
     """``wait`` from now is the first microsecond the score is below ``threshold``."""
     start = clock.now
     clock.now = start + wait - US
@@ -48,35 +48,52 @@ def below_from(mem: Memory[Any, Any], clock: Clock, key: Any, threshold: float, 
 
 
 class TestClosedForm:
-    def test_exponential_quarter_after_two_half_lives(self, make: Any, clock: Clock) -> None:
+    def test_exponential_quarter_after_two_half_lives(self, make: Any, clock: ManualClock) -> None:
         mem = make(half_life=3600).put("v", key="k")
         assert mem.time_until("k", 0.25) == timedelta(hours=2, microseconds=1)
         below_from(mem, clock, "k", 0.25, timedelta(hours=2, microseconds=1))
 
-    def test_a_crossing_within_the_first_second(self, make: Any, clock: Clock) -> None:
+    def test_a_crossing_within_the_first_second(self, make: Any, clock: ManualClock) -> None:
         mem = make(half_life=3600).put("v", key="k")
         wait = mem.time_until("k", 0.9999)
         assert wait is not None
         assert timedelta(seconds=0.5) < wait < timedelta(seconds=0.6)
         below_from(mem, clock, "k", 0.9999, wait)
 
-    def test_measured_from_the_last_access_not_from_now(self, make: Any, clock: Clock) -> None:
+    def test_measured_from_the_last_access_not_from_now(self, make: Any, clock: ManualClock) -> None:
         mem = make(half_life=3600).put("v", key="k")
-        clock.tick(timedelta(minutes=30))
+        clock.advance(timedelta(minutes=30))
         assert mem.time_until("k", 0.25) == timedelta(hours=1, minutes=30, microseconds=1)
 
-    def test_importance_scales_the_threshold(self, make: Any, clock: Clock) -> None:
+    def test_importance_scales_the_threshold(self, make: Any, clock: ManualClock) -> None:
         mem = make(half_life=3600).put("v", key="k", importance=0.5)
         assert mem.time_until("k", 0.25) == timedelta(hours=1, microseconds=1)
         # Exactly at its score: below it one microsecond later.
         assert mem.time_until("k", 0.5) == US
         below_from(mem, clock, "k", 0.5, US)
 
-    def test_already_below_is_zero(self, make: Any, clock: Clock) -> None:
+    def test_already_below_is_zero(self, make: Any, clock: ManualClock) -> None:
         mem = make(half_life=3600).put("v", key="k", importance=0.5)
         assert mem.time_until("k", 0.75) == timedelta(0)
-        clock.tick(timedelta(hours=3))
+        clock.advance(timedelta(hours=3))
         assert mem.time_until("k", 0.25) == timedelta(0)
+
+    def test_a_crossing_just_before_a_whole_microsecond(self, make: Any, clock: ManualClock) -> None:
+        """Regression: the crossing (2653076138.998 µs after START) was rounded on the float instant,
+        a quarter microsecond coarse there, to ...139.0, and answered one microsecond late."""
+        mem = make(half_life=3600).put("v", key="k", importance=0.5)
+        assert mem.time_until("k", 0.3) == timedelta(microseconds=2_653_076_139)
+        below_from(mem, clock, "k", 0.3, timedelta(microseconds=2_653_076_139))
+        evicting = make(half_life=3600, eviction_threshold=0.3, summarize_threshold=0.3)
+        evicting = evicting.put("v", key="k", importance=0.5)
+        assert evicting.next_eviction() == START + timedelta(microseconds=2_653_076_139)
+
+    def test_the_closed_form_is_settled_on_the_score(self, make: Any, clock: ManualClock) -> None:
+        """Regression: PowerLaw's closed form puts the 0.9 crossing at exactly 400 s, where the score
+        is already 0.8999999999999999: the answer was one microsecond late."""
+        mem = make(decay_fn=PowerLaw(half_life=3600)).put("v", key="k")
+        assert mem.time_until("k", 0.9) == timedelta(seconds=400)
+        below_from(mem, clock, "k", 0.9, timedelta(seconds=400))
 
     def test_importance_zero_is_below_every_positive_threshold(self, make: Any) -> None:
         mem = make().put("v", key="k", importance=0)
@@ -97,7 +114,7 @@ class TestClosedForm:
 
 
 class TestDeadlines:
-    def test_a_deadline_before_the_decay_crossing_wins(self, make: Any, clock: Clock) -> None:
+    def test_a_deadline_before_the_decay_crossing_wins(self, make: Any, clock: ManualClock) -> None:
         mem = make(half_life=3600).put("v", key="k", ttl=600)
         assert mem.time_until("k", 0.01) == timedelta(minutes=10)
         below_from(mem, clock, "k", 0.01, timedelta(minutes=10))
@@ -106,7 +123,7 @@ class TestDeadlines:
         mem = make(half_life=3600).put("v", key="k", ttl=timedelta(days=1))
         assert mem.time_until("k", 0.5) == timedelta(hours=1, microseconds=1)
 
-    def test_a_deadline_under_a_function_that_never_decays(self, make: Any, clock: Clock) -> None:
+    def test_a_deadline_under_a_function_that_never_decays(self, make: Any, clock: ManualClock) -> None:
         mem = make(decay_fn=lambda e, now: 1.0).put("v", key="k", ttl=90)
         assert mem.time_until("k", 0.5) == timedelta(seconds=90)
         assert mem.time_until("k", 0) is None
@@ -138,16 +155,16 @@ class TestBisection:
             timedelta(days=365 * 200, microseconds=77),
         ],
     )
-    def test_found_to_the_microsecond(self, make: Any, clock: Clock, at: timedelta) -> None:
+    def test_found_to_the_microsecond(self, make: Any, clock: ManualClock, at: timedelta) -> None:
         mem = make(decay_fn=Step(at)).put("v", key="k")
         # At exactly the plateau's value the score is not below: below from the step on.
         assert mem.time_until("k", 0.5) == at + US
         assert mem.time_until("k", 0.3) == at + US
         below_from(mem, clock, "k", 0.5, at + US)
 
-    def test_measured_from_now_after_some_time(self, make: Any, clock: Clock) -> None:
+    def test_measured_from_now_after_some_time(self, make: Any, clock: ManualClock) -> None:
         mem = make(decay_fn=Step(timedelta(seconds=100))).put("v", key="k")
-        clock.tick(timedelta(seconds=30, microseconds=5))
+        clock.advance(timedelta(seconds=30, microseconds=5))
         assert mem.time_until("k", 0.5) == timedelta(seconds=69, microseconds=999_996)
 
     def test_never_below_and_already_below(self, make: Any) -> None:
@@ -167,7 +184,7 @@ class TestBisection:
 
 
 class TestNextEviction:
-    def test_evict_at_the_forecast_removes_and_not_a_microsecond_before(self, make: Any, clock: Clock) -> None:
+    def test_evict_at_the_forecast_removes_and_not_a_microsecond_before(self, make: Any, clock: ManualClock) -> None:
         mem = make(half_life=3600, eviction_threshold=0.25, summarize_threshold=0.25)
         mem = mem.put("a", key="a").put("b", key="b", importance=0.5)
         when = mem.next_eviction()
@@ -177,7 +194,7 @@ class TestNextEviction:
         clock.now = when
         assert [e.key for e in mem.evict()[1]] == ["b"]
 
-    def test_custom_function_and_deadlines(self, make: Any, clock: Clock) -> None:
+    def test_custom_function_and_deadlines(self, make: Any, clock: ManualClock) -> None:
         mem = make(decay_fn=Step(timedelta(seconds=50), high=1.0, low=0.0))
         mem = mem.put("a", key="a").put("b", key="b", ttl=timedelta(seconds=20))
         assert mem.next_eviction() == START + timedelta(seconds=20)
@@ -186,7 +203,7 @@ class TestNextEviction:
         assert [e.key for e in gone] == ["b"]
         assert mem.next_eviction() == START + timedelta(seconds=50, microseconds=1)
 
-    def test_a_deadline_counts_even_at_threshold_zero(self, make: Any, clock: Clock) -> None:
+    def test_a_deadline_counts_even_at_threshold_zero(self, make: Any, clock: ManualClock) -> None:
         mem = make(eviction_threshold=0, summarize_threshold=0).put("a", key="a").put("t", key="t", ttl=45)
         when = mem.next_eviction()
         assert when == START + timedelta(seconds=45)
@@ -199,9 +216,9 @@ class TestNextEviction:
         assert make().next_eviction() is None
         assert make().put("v", key="k").pin("k").next_eviction() is None
 
-    def test_already_evictable_is_now(self, make: Any, clock: Clock) -> None:
+    def test_already_evictable_is_now(self, make: Any, clock: ManualClock) -> None:
         mem = make().put("v", key="k", importance=0.01).put("w", key="w")
-        clock.tick()
+        clock.advance(HOUR)
         assert mem.next_eviction() == clock.now
 
 

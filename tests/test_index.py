@@ -17,10 +17,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lethe import Entry, Memory
+from lethe import Entry, ManualClock, Memory
 from lethe._order import Order
 from lethe._ranking import Scan
 from lethe.decay import Exponential
+
+from ._support import fake_clock
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 HALF_LIFE = 60.0
@@ -36,15 +38,7 @@ class Scanned:
         return self._fn.score(entry, now)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.t = T0
-
-    def __call__(self) -> datetime:
-        return self.t
-
-
-def _twins(cap: int, clock: Clock, log: list[tuple[str, Any]]) -> tuple[Memory[Any, Any], Memory[Any, Any]]:
+def _twins(cap: int, clock: ManualClock, log: list[tuple[str, Any]]) -> tuple[Memory[Any, Any], Memory[Any, Any]]:
     def on_evict(tag: str) -> Any:
         return lambda es: log.append((tag, [e.key for e in es]))
 
@@ -122,12 +116,12 @@ def _observe(mem: Memory[Any, Any]) -> dict[str, Any]:
 @settings(max_examples=400, deadline=None)
 @given(st.integers(1, 6), st.lists(ops, max_size=60))
 def test_indexed_memory_answers_as_a_scan(cap: int, script: list[tuple[Any, ...]]) -> None:
-    clock = Clock()
+    clock = fake_clock(T0)
     log: list[tuple[str, Any]] = []
     indexed, scanned = _twins(cap, clock, log)
     for op in script:
         if op[0] == "advance":
-            clock.t += timedelta(seconds=op[1])
+            clock.now += timedelta(seconds=op[1])
             continue
         try:
             indexed, got = _apply(indexed, op)
@@ -154,10 +148,10 @@ def test_indexed_memory_answers_as_a_scan(cap: int, script: list[tuple[Any, ...]
 
 def test_the_index_survives_a_clock_jump_far_past_its_origin() -> None:
     """Keys are re-based when time moves far on; old and new entries still rank right."""
-    clock = Clock()
+    clock = fake_clock(T0)
     mem: Memory[Any, Any] = Memory(max_entries=3, half_life=1.0, clock_fn=clock)
     mem = mem.put("old", key="old", importance=1e300)
-    clock.t += timedelta(days=3)  # 2.6e5 half-lives: past the re-basing bound
+    clock.now += timedelta(days=3)  # 2.6e5 half-lives: past the re-basing bound
     mem = mem.put("a", key="a", importance=0.5).put("b", key="b")
     assert [e.key for e in mem] == ["b", "a", "old"]
     assert mem.score("old") == 0.0
@@ -170,13 +164,13 @@ def test_the_index_survives_a_clock_jump_far_past_its_origin() -> None:
 def test_clamped_entries_rank_by_how_far_above_one_they_are() -> None:
     """Entries clamped at 1.0 tie on score; the one that stays at 1.0 longer ranks first."""
     for decay in ("exponential", Scanned()):
-        clock = Clock()
+        clock = fake_clock(T0)
         mem: Memory[Any, Any] = Memory(max_entries=10, half_life=60.0, clock_fn=clock, decay_fn=decay)
         mem = mem.put("x", key="big", importance=8.0).put("y", key="one", importance=1.0)
         mem = mem.put("z", key="bigger", importance=64.0).put("w", key="also one", importance=1.0)
         assert [s for _, s in mem.scored()] == [1.0] * 4
         assert [e.key for e in mem] == ["bigger", "big", "also one", "one"]
-        clock.t += timedelta(seconds=120)  # the importance-1 entries decay; the others stay clamped
+        clock.now += timedelta(seconds=120)  # the importance-1 entries decay; the others stay clamped
         assert [e.key for e in mem.top(3)] == ["bigger", "big", "also one"]
         assert mem.score("big") == 1.0
 
@@ -185,12 +179,12 @@ def _replay(
     script: list[tuple[Any, ...]], cap: int
 ) -> tuple[Memory[Any, Any], Memory[Any, Any], list[tuple[str, Any]]]:
     """Run ``script`` on both twins: ``(indexed, scanned, hook log)``."""
-    clock = Clock()
+    clock = fake_clock(T0)
     log: list[tuple[str, Any]] = []
     indexed, scanned = _twins(cap, clock, log)
     for op in script:
         if op[0] == "advance":
-            clock.t += timedelta(seconds=op[1])
+            clock.now += timedelta(seconds=op[1])
             continue
         indexed, _ = _apply(indexed, op)
         scanned, _ = _apply(scanned, op)
@@ -249,12 +243,12 @@ def test_a_subclass_that_changes_the_score_is_not_indexed_by_its_base_rate() -> 
         def score(self, entry: Entry[Any, Any], now: datetime) -> float:
             return 1.0 - super().score(entry, now)  # older is better
 
-    clock = Clock()
+    clock = fake_clock(T0)
     mem: Memory[Any, Any] = Memory(decay_fn=Backwards(60.0), clock_fn=clock, max_entries=2)
     mem = mem.put("a", key="old")
-    clock.t += timedelta(seconds=60)
+    clock.now += timedelta(seconds=60)
     mem = mem.put("b", key="new")
-    clock.t += timedelta(seconds=60)
+    clock.now += timedelta(seconds=60)
     assert [e.key for e in mem.top(2)] == ["old", "new"]
     assert [e.key for e in mem] == ["old", "new"]
     mem = mem.put("c", key="newest")  # at capacity: the lowest score goes, which is the newest-but-one
@@ -274,13 +268,13 @@ def test_a_subclass_that_changes_the_score_is_not_indexed_by_its_base_rate() -> 
 
 
 def test_of_entries_put_at_one_instant_the_earliest_put_is_evicted_first() -> None:
-    clock = Clock()
+    clock = fake_clock(T0)
     mem: Memory[Any, Any] = Memory(max_entries=4, half_life=60.0, clock_fn=clock)
     mem = mem.put(0, key="pinned", pinned=True)
     mem = mem.put_many([("a", 1), ("b", 2)])  # equal scores for ever after
-    clock.t += timedelta(seconds=10)
+    clock.now += timedelta(seconds=10)
     mem = mem.put(3, key="c")
-    clock.t += timedelta(seconds=10)
+    clock.now += timedelta(seconds=10)
     mem = mem.put(4, key="d")
     assert sorted(mem.keys()) == ["b", "c", "d", "pinned"]
     mem = mem.put(5, key="e")
@@ -288,31 +282,31 @@ def test_of_entries_put_at_one_instant_the_earliest_put_is_evicted_first() -> No
 
 
 def test_top_walks_past_an_expired_entry_that_ranked_first() -> None:
-    clock = Clock()
+    clock = fake_clock(T0)
     mem: Memory[Any, Any] = Memory(half_life=60.0, clock_fn=clock)
     mem = mem.put("x", key="x").put("e", key="e", importance=4.0, ttl=5).put("y", key="y", importance=0.5)
-    clock.t += timedelta(seconds=10)
+    clock.now += timedelta(seconds=10)
     assert [e.key for e in mem.top(3)] == ["x", "y"]
     assert [e.key for e in mem] == ["x", "y"]  # expired: gone for every read
 
 
 def test_evict_then_an_earlier_clock_keeps_the_later_time() -> None:
-    clock = Clock()
+    clock = fake_clock(T0)
     mem: Memory[Any, Any] = Memory(half_life=60.0, clock_fn=clock).put("a", key="a").put("b", key="b", importance=0.01)
-    clock.t += timedelta(seconds=60)
+    clock.now += timedelta(seconds=60)
     mem, gone = mem.evict()
     assert [e.key for e in gone] == ["b"]
-    clock.t -= timedelta(seconds=60)  # the clock steps back
+    clock.now -= timedelta(seconds=60)  # the clock steps back
     assert mem.score("a") == 0.5
 
 
 def test_an_entry_exactly_at_the_summarize_threshold_is_not_summarized() -> None:
-    clock = Clock()
+    clock = fake_clock(T0)
     mem: Memory[Any, Any] = Memory(
         half_life=60.0, clock_fn=clock, summarize_fn=lambda e: "s", summarize_threshold=0.5, eviction_threshold=0.1
     )
     mem = mem.put("a", key="a").put("b", key="b", importance=0.99)
-    clock.t += timedelta(seconds=60)  # a scores exactly 0.5, b just below
+    clock.now += timedelta(seconds=60)  # a scores exactly 0.5, b just below
     mem, _ = mem.evict()
     assert mem.peek("a").summary is None
     assert mem.peek("b").summary == "s"
@@ -327,13 +321,13 @@ def test_an_entry_exactly_at_the_summarize_threshold_is_not_summarized() -> None
     ],
 )
 def test_messages(call: Any, error: type[Exception], message: str) -> None:
-    mem: Memory[Any, Any] = Memory(max_entries=1, clock_fn=Clock()).put("v", key="k")
+    mem: Memory[Any, Any] = Memory(max_entries=1, clock_fn=fake_clock(T0)).put("v", key="k")
     with pytest.raises(error, match=message):
         call(mem)
 
 
 def test_consolidate_keeps_the_seq_of_the_entry_a_custom_merge_replaces() -> None:
-    clock = Clock()
+    clock = fake_clock(T0)
     mem: Memory[Any, Any] = Memory(clock_fn=clock).put("same text", key="a").put("same text", key="b")
     seq_of_a = mem.peek("a").seq
 

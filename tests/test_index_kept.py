@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 
-from lethe import Entry, Memory
+from lethe import Entry, ManualClock, Memory
+
+from ._support import fake_clock
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 N = 2000
@@ -39,23 +41,15 @@ class CountingExponential:
         return math.exp(-self.decay_rate * max(elapsed, 0.0))
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.t = T0
-
-    def __call__(self) -> datetime:
-        return self.t
-
-
 def summary_of(entry: Entry[Any, Any]) -> str:
     return f"about {entry.key}"
 
 
-def _memory(clock: Clock, fn: CountingExponential, **kwargs: Any) -> Memory[Any, Any]:
+def _memory(clock: ManualClock, fn: CountingExponential, **kwargs: Any) -> Memory[Any, Any]:
     mem: Memory[Any, Any] = Memory(decay_fn=fn, clock_fn=clock, max_entries=N + 10, summarize_fn=summary_of, **kwargs)
     for start in range(0, N, 10):  # ten puts per second: few equal scores (ties are scanned)
         mem = mem.put_many([(i, f"v{i}") for i in range(start, start + 10)])
-        clock.t += timedelta(seconds=1)
+        clock.now += timedelta(seconds=1)
     return mem.put_many([(N + i, f"w{i}") for i in range(5)], importance=0.5)
 
 
@@ -92,7 +86,7 @@ WRITES: dict[str, Callable[[Memory[Any, Any]], Memory[Any, Any]]] = {
 
 @pytest.mark.parametrize("write", list(WRITES))
 def test_reads_after_every_write_stay_indexed(write: str) -> None:
-    clock = Clock()
+    clock = fake_clock(T0)
     mem = WRITES[write](_memory(clock, CountingExponential()))
     assert len(mem) > 0
     fn = mem.decay_fn  # a copy after pickling
@@ -114,7 +108,7 @@ def test_reads_after_every_write_stay_indexed(write: str) -> None:
 
 def test_the_same_reads_scan_without_a_declared_rate() -> None:
     """The premise: without ``decay_rate`` the same reads score every entry."""
-    clock = Clock()
+    clock = fake_clock(T0)
     fn = CountingExponential()
     mem = _memory(clock, fn)
     plain: Memory[Any, Any] = Memory.from_dict(mem.to_dict(), decay_fn=lambda e, now: fn.score(e, now), clock_fn=clock)
@@ -124,29 +118,29 @@ def test_the_same_reads_scan_without_a_declared_rate() -> None:
 
 
 def test_put_many_defaults_and_deadlines() -> None:
-    clock = Clock()
+    clock = fake_clock(T0)
     mem: Memory[Any, Any] = Memory(clock_fn=clock, max_entries=3)
     deadline = T0 + timedelta(minutes=5)
     mem = mem.put_many([("a", 1)], expires_at=deadline).put_many([("b", 2)], ttl=60)
     assert mem.peek("a").importance == 1.0
     assert mem.peek("a").expires_at == deadline
     assert mem.peek("b").expires_at == T0 + timedelta(seconds=60)
-    clock.t += timedelta(seconds=61)
+    clock.now += timedelta(seconds=61)
     assert [e.key for e in mem.active()] == ["a"]
     assert [e.key for e in mem.__replace__(max_entries=5).evict()[1]] == ["b"]
     # Overflowing puts are replayed one by one, deadlines included.
     mem = mem.put_many([("c", 3), ("d", 4)], ttl=10)
     assert sorted(mem.keys()) == ["a", "c", "d"]
-    clock.t += timedelta(seconds=11)
+    clock.now += timedelta(seconds=11)
     assert [e.key for e in mem.evict()[1]] == ["d", "c"]
 
 
 def test_put_many_then_an_earlier_clock_keeps_time_from_running_back() -> None:
-    clock = Clock()
+    clock = fake_clock(T0)
     mem: Memory[Any, Any] = Memory(clock_fn=clock, half_life=60)
-    clock.t += timedelta(hours=1)
+    clock.now += timedelta(hours=1)
     mem = mem.put_many([("a", 1), ("b", 2)])
-    clock.t = T0  # the clock steps back
+    clock.now = T0  # the clock steps back
     assert mem.score("a") == 1.0
     assert [e.key for e in mem.top(2)] == ["b", "a"]
 
@@ -172,19 +166,19 @@ def test_copy_replace_with_a_custom_function_whose_name_is_not_a_string() -> Non
 
 
 def test_put_many_deadline_given_as_a_moment_expires() -> None:
-    clock = Clock()
+    clock = fake_clock(T0)
     mem: Memory[Any, Any] = Memory(clock_fn=clock).put_many([("a", 1)], expires_at=T0 + timedelta(minutes=5))
-    clock.t += timedelta(minutes=5)
+    clock.now += timedelta(minutes=5)
     assert mem.active() == []
     assert [e.key for e in mem.evict()[1]] == ["a"]
 
 
 def test_put_many_replacing_a_few_keys_of_a_large_memory() -> None:
-    clock = Clock()
+    clock = fake_clock(T0)
     mem: Memory[Any, Any] = Memory(clock_fn=clock, half_life=60.0)
     for i in range(40):
         mem = mem.put(i, key=i)
-        clock.t += timedelta(seconds=1)
+        clock.now += timedelta(seconds=1)
     bulk = mem.put_many([(3, "again")])
     chained = mem.put("again", key=3)
     assert bulk.to_dict() == chained.to_dict()
@@ -192,7 +186,7 @@ def test_put_many_replacing_a_few_keys_of_a_large_memory() -> None:
 
 
 def test_a_custom_merge_from_the_future_moves_the_memory_s_time_on() -> None:
-    clock = Clock()
+    clock = fake_clock(T0)
     mem: Memory[Any, Any] = Memory(clock_fn=clock, half_life=60.0).put("same", key="a").put("same", key="b")
     later = T0 + timedelta(minutes=1)
 

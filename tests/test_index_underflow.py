@@ -15,18 +15,12 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lethe import Entry, Memory
+from lethe import Entry, ManualClock, Memory
 from lethe.decay import Exponential
 
+from ._support import fake_clock
+
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = T0
-
-    def __call__(self) -> datetime:
-        return self.t
 
 
 class ScannedExponential:
@@ -39,7 +33,7 @@ class ScannedExponential:
         return self._fn.score(entry, now)
 
 
-def _twins(cap: int, clock: Clock, log: list[tuple[str, list[Any]]]) -> tuple[Memory[Any, Any], Memory[Any, Any]]:
+def _twins(cap: int, clock: ManualClock, log: list[tuple[str, list[Any]]]) -> tuple[Memory[Any, Any], Memory[Any, Any]]:
     common: dict[str, Any] = {"max_entries": cap, "half_life": 1.0, "clock_fn": clock, "eviction_threshold": 0.0}
     indexed: Memory[Any, Any] = Memory(on_evict=lambda es: log.append(("i", [e.key for e in es])), **common)
     scanned: Memory[Any, Any] = Memory(
@@ -60,14 +54,14 @@ def _agree(indexed: Memory[Any, Any], scanned: Memory[Any, Any]) -> None:
 
 def _layout(cap: int, puts: list[tuple[float, str, float]], now: float) -> tuple[Memory[Any, Any], ...]:
     """Both twins after ``puts`` of ``(seconds after T0, key, importance)``, read at ``now``; and the hook log."""
-    clock = Clock()
+    clock = fake_clock(T0)
     log: list[tuple[str, list[Any]]] = []
     pair = list(_twins(cap, clock, log))
     for i in range(2):
         for at, key, importance in puts:
-            clock.t = T0 + timedelta(seconds=at)
+            clock.now = T0 + timedelta(seconds=at)
             pair[i] = pair[i].put(key, key=key, importance=importance)
-    clock.t = T0 + timedelta(seconds=now)
+    clock.now = T0 + timedelta(seconds=now)
     return pair[0], pair[1], log  # type: ignore[return-value]
 
 
@@ -107,12 +101,12 @@ PUT_IMPORTANCES = st.sampled_from([0.0, 5e-324, 1e-300, 0.3, 1.0, 3.0, 1e10, 1e3
 def test_the_index_answers_as_a_scan_across_thousands_of_half_lives(
     cap: int, script: list[tuple[str, int, float]]
 ) -> None:
-    clock = Clock()
+    clock = fake_clock(T0)
     log: list[tuple[str, list[Any]]] = []
     indexed, scanned = _twins(cap, clock, log)
     for op, key, arg in script:
         if op == "advance":
-            clock.t += timedelta(seconds=arg)
+            clock.now += timedelta(seconds=arg)
             continue
         if op == "put":
             indexed, scanned = indexed.put(key, key=key, importance=arg), scanned.put(key, key=key, importance=arg)

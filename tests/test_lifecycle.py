@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-from lethe import Entry, Memory, jaccard_words
+from lethe import Entry, ManualClock, Memory, jaccard_words
 
-from .conftest import START, Clock
+from ._support import START
 
 HOUR = timedelta(hours=1)
 
 
 class TestTTL:
-    def test_expired_entry_scores_zero_and_is_hidden_then_evicted(self, clock: Clock) -> None:
+    def test_expired_entry_scores_zero_and_is_hidden_then_evicted(self, clock: ManualClock) -> None:
         reported: list[Any] = []
         for decay in ("exponential", "access_weighted", "actr"):
             reported.clear()
@@ -24,7 +24,7 @@ class TestTTL:
             mem = mem.put("short", key="s", ttl=60).put("long", key="l", expires_at=clock.now + HOUR)
             assert mem.peek("s").expires_at == clock.now + timedelta(seconds=60)
             assert mem.score("s") == 1.0
-            clock.tick(61)
+            clock.advance(61)
             assert "s" not in mem
             with pytest.raises(KeyError):
                 mem.score("s")
@@ -39,21 +39,21 @@ class TestTTL:
             assert list(new.keys()) == ["l"]
             clock.now = START
 
-    def test_expired_entries_are_evicted_even_with_zero_threshold(self, clock: Clock) -> None:
+    def test_expired_entries_are_evicted_even_with_zero_threshold(self, clock: ManualClock) -> None:
         mem: Memory[Any, Any] = Memory(eviction_threshold=0.0, summarize_threshold=0.0, clock_fn=clock)
         mem = mem.put("x", key="x", ttl=1)
-        clock.tick(2)
+        clock.advance(2)
         assert mem.active() == []
         assert [e.key for e in mem.evict()[1]] == ["x"]
 
-    def test_expired_entry_is_the_first_capacity_victim(self, clock: Clock) -> None:
+    def test_expired_entry_is_the_first_capacity_victim(self, clock: ManualClock) -> None:
         mem: Memory[Any, Any] = Memory(max_entries=2, clock_fn=clock)
         mem = mem.put("a", key="a").put("b", key="b", importance=5.0, ttl=10)
-        clock.tick(11)
+        clock.advance(11)
         mem = mem.put("c", key="c")
         assert sorted(mem.keys()) == ["a", "c"]
 
-    def test_pinned_entries_cannot_be_put_with_a_deadline(self, clock: Clock) -> None:
+    def test_pinned_entries_cannot_be_put_with_a_deadline(self, clock: ManualClock) -> None:
         mem: Memory[Any, Any] = Memory(clock_fn=clock)
         with pytest.raises(ValueError, match="ttl"):
             mem.put("x", pinned=True, ttl=5)
@@ -64,16 +64,16 @@ class TestTTL:
         with pytest.raises(ValueError, match="expires_at"):
             mem.put("x", expires_at=datetime(2030, 1, 1))
 
-    def test_pinning_suspends_the_deadline(self, clock: Clock) -> None:
+    def test_pinning_suspends_the_deadline(self, clock: ManualClock) -> None:
         mem: Memory[Any, Any] = Memory(clock_fn=clock).put("x", key="x", ttl=5).pin("x")
-        clock.tick(10)
+        clock.advance(10)
         assert mem.score("x") == 1.0
         assert mem.evict()[1] == ()
         unpinned = mem.unpin("x")
         assert "x" not in unpinned  # its deadline runs again, and it has passed
         assert [e.key for e in unpinned.evict()[1]] == ["x"]
 
-    def test_deadline_round_trips(self, clock: Clock) -> None:
+    def test_deadline_round_trips(self, clock: ManualClock) -> None:
         mem: Memory[Any, Any] = Memory(clock_fn=clock).put("x", key="x", ttl=30)
         back = Memory.from_dict(json.loads(json.dumps(mem.to_dict())), clock_fn=clock)
         assert back == mem
@@ -82,41 +82,41 @@ class TestTTL:
 
 class TestForecasts:
     @pytest.mark.parametrize("decay", ["exponential", "access_weighted", "actr"])
-    def test_time_until_matches_the_score(self, clock: Clock, decay: str) -> None:
+    def test_time_until_matches_the_score(self, clock: ManualClock, decay: str) -> None:
         mem: Memory[Any, Any] = Memory(decay_fn=decay, clock_fn=clock).put("v", key="k", importance=0.8)
-        clock.tick(600)
+        clock.advance(600)
         mem = mem.touch("k")
-        clock.tick(300)
+        clock.advance(300)
         wait = mem.time_until("k", 0.2)
         assert wait is not None
         assert wait > timedelta(0)
-        clock.tick(wait - timedelta(milliseconds=1))
+        clock.advance(wait - timedelta(milliseconds=1))
         assert mem.score("k") >= 0.2
-        clock.tick(timedelta(milliseconds=2))
+        clock.advance(timedelta(milliseconds=2))
         assert mem.score("k") < 0.2
 
-    def test_closed_form_is_exact(self, clock: Clock) -> None:
+    def test_closed_form_is_exact(self, clock: ManualClock) -> None:
         mem: Memory[Any, Any] = Memory(half_life=3600, clock_fn=clock).put("v", key="k", importance=0.5)
         assert mem.time_until("k", 0.25) == HOUR + timedelta(microseconds=1)
         assert mem.time_until("k", 0.9) == timedelta(0)
 
-    def test_pinned_never_and_zero_threshold_never(self, clock: Clock) -> None:
+    def test_pinned_never_and_zero_threshold_never(self, clock: ManualClock) -> None:
         mem: Memory[Any, Any] = Memory(clock_fn=clock).put("v", key="p", pinned=True).put("w", key="w")
         assert mem.time_until("p", 0.5) is None
         assert mem.time_until("w", 0.0) is None
         with pytest.raises(KeyError):
             mem.time_until("nope", 0.5)
 
-    def test_custom_function_that_never_decays(self, clock: Clock) -> None:
+    def test_custom_function_that_never_decays(self, clock: ManualClock) -> None:
         mem: Memory[Any, Any] = Memory(decay_fn=lambda e, now: 0.7, clock_fn=clock).put("v", key="k")
         assert mem.time_until("k", 0.5) is None
         assert mem.next_eviction() is None
 
-    def test_deadline_counts(self, clock: Clock) -> None:
+    def test_deadline_counts(self, clock: ManualClock) -> None:
         mem: Memory[Any, Any] = Memory(half_life=3600, clock_fn=clock).put("v", key="k", ttl=60)
         assert mem.time_until("k", 0.5) == timedelta(seconds=60)
 
-    def test_next_eviction(self, clock: Clock) -> None:
+    def test_next_eviction(self, clock: ManualClock) -> None:
         mem: Memory[Any, Any] = Memory(half_life=3600, eviction_threshold=0.25, summarize_threshold=0.25)
         mem = mem.__replace__(clock_fn=clock)
         assert mem.next_eviction() is None
@@ -128,7 +128,7 @@ class TestForecasts:
         clock.now = START
         mem = mem.put("t", key="t", ttl=60)
         assert mem.next_eviction() == START + timedelta(seconds=60)
-        clock.tick(2 * HOUR + timedelta(seconds=1))
+        clock.advance(2 * HOUR + timedelta(seconds=1))
         assert mem.next_eviction() == clock.now
         swept, evicted = mem.evict()
         assert sorted(e.key for e in evicted) == ["a", "b", "t"]
@@ -136,10 +136,10 @@ class TestForecasts:
 
 
 class TestConsolidate:
-    def test_default_merge(self, clock: Clock) -> None:
+    def test_default_merge(self, clock: ManualClock) -> None:
         mem: Memory[Any, Any] = Memory(decay_fn="actr", clock_fn=clock)
         mem = mem.put("the user likes dark mode in the editor", key="a", importance=0.5, metadata={"src": "chat"})
-        clock.tick(60)
+        clock.advance(60)
         mem, _ = mem.get("a")
         mem = mem.put("user likes dark mode in the editor", key="b", importance=0.9, metadata={"tag": 1})
         mem = mem.put("deploy failed on node 7", key="c")
@@ -156,11 +156,11 @@ class TestConsolidate:
         assert len(e.decay_state) == 3  # a's insertion and rehearsal, b's insertion
         assert len(mem) == 4
 
-    def test_nothing_to_merge_returns_the_same_memory(self, clock: Clock) -> None:
+    def test_nothing_to_merge_returns_the_same_memory(self, clock: ManualClock) -> None:
         mem: Memory[Any, Any] = Memory(clock_fn=clock).put("alpha beta", key=1).put("gamma delta", key=2)
         assert mem.consolidate() == (mem, [])
 
-    def test_custom_similarity_and_merge(self, clock: Clock) -> None:
+    def test_custom_similarity_and_merge(self, clock: ManualClock) -> None:
         mem: Memory[Any, Any] = Memory(clock_fn=clock)
         for i, v in enumerate([10, 11, 30, 12]):
             mem = mem.put(v, key=i)
@@ -175,7 +175,7 @@ class TestConsolidate:
         assert sorted(merged.keys()) == [0, 2]
         assert sorted(e.key for e in groups[0]) == [0, 1, 3]
 
-    def test_bad_arguments(self, clock: Clock) -> None:
+    def test_bad_arguments(self, clock: ManualClock) -> None:
         mem: Memory[Any, Any] = Memory(clock_fn=clock).put("a b", key=1).put("a b", key=2)
         with pytest.raises(ValueError, match="threshold"):
             mem.consolidate(threshold=1.5)
@@ -188,7 +188,7 @@ class TestConsolidate:
         with pytest.raises(ValueError, match="not in its group"):
             mem.consolidate(merge=lambda g: g[0].__class__(key=99, value=1, inserted_at=START, last_accessed_at=START))
 
-    def test_prefix_filter_finds_the_same_groups_as_all_pairs(self, clock: Clock) -> None:
+    def test_prefix_filter_finds_the_same_groups_as_all_pairs(self, clock: ManualClock) -> None:
         import random
 
         rng = random.Random(7)

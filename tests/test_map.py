@@ -17,24 +17,7 @@ from hypothesis import strategies as st
 
 from lethe._map import EMPTY, PersistentMap
 
-
-class Collide:
-    """A key whose hash is chosen by the test (equal hashes, distinct keys)."""
-
-    __slots__ = ("h", "name")
-
-    def __init__(self, name: str, h: int) -> None:
-        self.name = name
-        self.h = h
-
-    def __hash__(self) -> int:
-        return self.h
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Collide) and other.name == self.name
-
-    def __repr__(self) -> str:
-        return f"Collide({self.name!r}, {self.h})"
+from ._support import Collide
 
 
 def build(items: dict[Any, Any]) -> PersistentMap[Any, Any]:

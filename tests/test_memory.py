@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from lethe import Entry, LetheError, Memory, MemoryFullError, Stats, SummarizeError
+from lethe import Entry, LetheError, ManualClock, Memory, MemoryFullError, Stats, SummarizeError
 from lethe.decay import ACTR, AccessWeighted, Exponential
 
-from .conftest import HOUR, START, Clock
+from ._support import HOUR, START, fake_clock
 
 
 class TestConstruction:
@@ -82,7 +82,7 @@ class TestConstruction:
 
 
 class TestPut:
-    def test_fresh_entry(self, make: Any, clock: Clock) -> None:
+    def test_fresh_entry(self, make: Any, clock: ManualClock) -> None:
         mem = make().put("v", key="k", importance=0.5, metadata={"a": 1})
         e = mem.peek("k")
         assert (e.key, e.value, e.access_count, e.pinned, e.importance) == ("k", "v", 0, False, 0.5)
@@ -105,12 +105,12 @@ class TestPut:
         assert sorted(mem.keys()) == [0, 1, 2]
         assert mem.peek(2).value == "auto"
 
-    def test_replacing_a_key_resets_it_and_evicts_nothing(self, make: Any, clock: Clock) -> None:
+    def test_replacing_a_key_resets_it_and_evicts_nothing(self, make: Any, clock: ManualClock) -> None:
         evicted: list[Any] = []
         mem = make(max_entries=2, on_evict=evicted.append).put("a", key="a").put("b", key="b")
-        clock.tick()
+        clock.advance(HOUR)
         mem, _ = mem.get("a")
-        clock.tick()
+        clock.advance(HOUR)
         mem = mem.put("A", key="a", importance=2.0)
         e = mem.peek("a")
         assert (e.value, e.access_count, e.importance, e.inserted_at) == ("A", 0, 2.0, clock.now)
@@ -159,13 +159,13 @@ class TestPut:
 
 
 class TestCapacity:
-    def test_lowest_scored_unpinned_is_evicted_summarized_and_reported(self, make: Any, clock: Clock) -> None:
+    def test_lowest_scored_unpinned_is_evicted_summarized_and_reported(self, make: Any, clock: ManualClock) -> None:
         reported: list[tuple[Entry[Any, Any], ...]] = []
         mem = make(max_entries=3, summarize_fn=lambda e: f"sum:{e.value}", on_evict=reported.append)
         mem = mem.put("old", key="old", pinned=True)
-        clock.tick()
+        clock.advance(HOUR)
         mem = mem.put("mid", key="mid")
-        clock.tick()
+        clock.advance(HOUR)
         mem = mem.put("new", key="new")
         mem = mem.put("newest", key="newest")
         assert sorted(mem.keys()) == ["new", "newest", "old"]
@@ -185,11 +185,11 @@ class TestCapacity:
         mem = make(max_entries=3).put(1, key="a").put(2, key="b").put(3, key="c").put(4, key="d")
         assert sorted(mem.keys()) == ["b", "c", "d"]
 
-    def test_summary_is_not_recomputed_on_eviction(self, make: Any, clock: Clock) -> None:
+    def test_summary_is_not_recomputed_on_eviction(self, make: Any, clock: ManualClock) -> None:
         calls: list[Any] = []
         mem = make(max_entries=2, summarize_fn=lambda e: calls.append(e.key))
         mem = mem.put("a", key="a")
-        clock.tick(timedelta(hours=5))
+        clock.advance(timedelta(hours=5))
         mem = mem.summarize()
         assert calls == ["a"]
         assert mem.peek("a").summarized
@@ -218,9 +218,9 @@ class TestCapacity:
 
 
 class TestReads:
-    def test_peek_does_not_rehearse_get_does(self, make: Any, clock: Clock) -> None:
+    def test_peek_does_not_rehearse_get_does(self, make: Any, clock: ManualClock) -> None:
         mem = make().put("v", key="k")
-        clock.tick()
+        clock.advance(HOUR)
         assert mem.peek("k").access_count == 0
         assert mem.score("k") == pytest.approx(0.5)
         mem2, entry = mem.get("k")
@@ -238,9 +238,9 @@ class TestReads:
         with pytest.raises(KeyError, match="nope"):
             mem.update("nope", 1)
 
-    def test_scored_is_sorted_with_pinned_first(self, make: Any, clock: Clock) -> None:
+    def test_scored_is_sorted_with_pinned_first(self, make: Any, clock: ManualClock) -> None:
         mem = make().put("a", key="a")
-        clock.tick()
+        clock.advance(HOUR)
         mem = mem.put("b", key="b", importance=3.0).put("c", key="c", pinned=True).put("d", key="d", importance=0.1)
         scored = mem.scored()
         assert [e.key for e, _ in scored] == ["c", "b", "a", "d"]
@@ -252,11 +252,11 @@ class TestReads:
         assert [e.key for e in mem] == ["c", "b", "a", "d"]
         assert mem.score_map() == {e.key: s for e, s in scored}
 
-    def test_active_above_top_filter(self, make: Any, clock: Clock) -> None:
+    def test_active_above_top_filter(self, make: Any, clock: ManualClock) -> None:
         mem = make()
         for i in range(6):
             mem = mem.put(i, key=i)
-            clock.tick()
+            clock.advance(HOUR)
         scores = mem.score_map()
         assert [e.key for e in mem.active()] == [k for k, s in scores.items() if s >= 0.05]
         assert [e.key for e in mem.above(0.2)] == [k for k, s in scores.items() if s >= 0.2]
@@ -279,11 +279,11 @@ class TestReads:
         with pytest.raises(TypeError, match="key"):
             mem.peek([1])  # type: ignore[arg-type]
 
-    def test_stats(self, make: Any, clock: Clock) -> None:
+    def test_stats(self, make: Any, clock: ManualClock) -> None:
         assert make().stats() == Stats(0, 0, 0, None, None, None, None)
         mem = make().put("a", key="a")
         first = clock.now
-        clock.tick(timedelta(hours=5))
+        clock.advance(timedelta(hours=5))
         mem = mem.put("b", key="b").put("c", key="c", pinned=True)
         st = mem.stats()
         assert (st.size, st.active, st.pinned) == (3, 2, 1)
@@ -292,7 +292,7 @@ class TestReads:
         assert st.median_score == 1.0
         assert mem.pinned_count() == 1
 
-    def test_reads_read_the_clock_once(self, make: Any, clock: Clock) -> None:
+    def test_reads_read_the_clock_once(self, make: Any, clock: ManualClock) -> None:
         mem = make()
         for i in range(20):
             mem = mem.put(i)
@@ -303,9 +303,9 @@ class TestReads:
 
 
 class TestRehearsal:
-    def test_touch_sets_importance(self, make: Any, clock: Clock) -> None:
+    def test_touch_sets_importance(self, make: Any, clock: ManualClock) -> None:
         mem = make().put("v", key="k")
-        clock.tick()
+        clock.advance(HOUR)
         mem = mem.touch("k", importance=0.25)
         e = mem.peek("k")
         assert (e.importance, e.access_count, e.last_accessed_at) == (0.25, 1, clock.now)
@@ -313,23 +313,23 @@ class TestRehearsal:
         with pytest.raises(ValueError, match="importance"):
             mem.touch("k", importance=-2)
 
-    def test_update_replaces_value_and_restarts_summary(self, make: Any, clock: Clock) -> None:
+    def test_update_replaces_value_and_restarts_summary(self, make: Any, clock: ManualClock) -> None:
         calls: list[Any] = []
         mem = make(summarize_fn=lambda e: calls.append(e.value) or f"s:{e.value}").put("v1", key="k")
-        clock.tick(timedelta(hours=4))
+        clock.advance(timedelta(hours=4))
         mem = mem.summarize()
         assert mem.peek("k").summary == "s:v1"
         mem = mem.update("k", "v2")
         e = mem.peek("k")
         assert (e.value, e.summary, e.summarized, e.access_count) == ("v2", None, False, 1)
-        clock.tick(timedelta(hours=4))
+        clock.advance(timedelta(hours=4))
         mem = mem.summarize().summarize()
         assert mem.peek("k").summary == "s:v2"
         assert calls == ["v1", "v2"]
 
-    def test_pin_and_unpin(self, make: Any, clock: Clock) -> None:
+    def test_pin_and_unpin(self, make: Any, clock: ManualClock) -> None:
         mem = make().put("v", key="k")
-        clock.tick(timedelta(hours=10))
+        clock.advance(timedelta(hours=10))
         pinned = mem.pin("k")
         assert pinned.score("k") == 1.0
         assert pinned.peek("k").pinned
@@ -350,13 +350,13 @@ class TestRemoval:
         assert cleared.max_entries == 7
         assert len(mem) == 2
 
-    def test_evict_summarizes_then_removes(self, make: Any, clock: Clock) -> None:
+    def test_evict_summarizes_then_removes(self, make: Any, clock: ManualClock) -> None:
         reported: list[tuple[Entry[Any, Any], ...]] = []
         mem = make(summarize_fn=lambda e: f"s:{e.value}", on_evict=reported.append)
         mem = mem.put("gone", key="gone")
-        clock.tick(timedelta(hours=2))
+        clock.advance(timedelta(hours=2))
         mem = mem.put("fading", key="fading").put("pinned", key="pinned", pinned=True)
-        clock.tick(timedelta(hours=3))  # gone: 0.5**5 = 0.03, fading: 0.5**3 = 0.125
+        clock.advance(timedelta(hours=3))  # gone: 0.5**5 = 0.03, fading: 0.5**3 = 0.125
         mem = mem.put("fresh", key="fresh")
         new, evicted = mem.evict()
         assert [e.key for e in evicted] == ["gone"]
@@ -377,18 +377,18 @@ class TestRemoval:
         assert calls == []
         assert new == mem
 
-    def test_evict_without_summarize_fn_removes_directly(self, make: Any, clock: Clock) -> None:
+    def test_evict_without_summarize_fn_removes_directly(self, make: Any, clock: ManualClock) -> None:
         mem = make().put("a", key="a")
-        clock.tick(timedelta(hours=6))
+        clock.advance(timedelta(hours=6))
         new, evicted = mem.evict()
         assert len(new) == 0
         assert evicted[0].summary is None
         assert not evicted[0].summarized
 
-    def test_summarize_runs_once_even_when_it_returns_none(self, make: Any, clock: Clock) -> None:
+    def test_summarize_runs_once_even_when_it_returns_none(self, make: Any, clock: ManualClock) -> None:
         calls: list[Any] = []
         mem = make(summarize_fn=calls.append).put("a", key="a")
-        clock.tick(timedelta(hours=3))
+        clock.advance(timedelta(hours=3))
         mem = mem.summarize().summarize()
         mem, _ = mem.evict()
         assert len(calls) == 1
@@ -406,15 +406,15 @@ class TestClock:
         with pytest.raises(TypeError, match="clock_fn"):
             mem.put("x")
 
-    def test_clock_going_backwards_is_zero_elapsed(self, make: Any, clock: Clock) -> None:
+    def test_clock_going_backwards_is_zero_elapsed(self, make: Any, clock: ManualClock) -> None:
         mem = make().put("v", key="k")
-        clock.tick(timedelta(hours=1))
+        clock.advance(timedelta(hours=1))
         mem, _ = mem.get("k")
-        clock.tick(timedelta(hours=-5))
+        clock.advance(timedelta(hours=-5))
         assert mem.score("k") == 1.0
         mem = mem.put("w", key="w")
         assert mem.peek("w").inserted_at == START + HOUR
-        clock.tick(timedelta(hours=6))
+        clock.advance(timedelta(hours=6))
         assert mem.score("k") == pytest.approx(0.5)
 
     def test_other_timezones(self, make: Any) -> None:
@@ -433,10 +433,10 @@ class TestProtocol:
         with pytest.raises(TypeError):
             hash(a)
 
-    def test_copy_replace(self, make: Any, clock: Clock) -> None:
+    def test_copy_replace(self, make: Any, clock: ManualClock) -> None:
         mem = make().put("v", key="k")
-        clock.tick()
-        other = Clock(clock.now + HOUR)
+        clock.advance(HOUR)
+        other = fake_clock(clock.now + HOUR)
         moved = mem.__replace__(clock_fn=other, half_life=7200)
         assert moved.peek("k") == mem.peek("k")
         assert moved.score("k") == pytest.approx(0.5)

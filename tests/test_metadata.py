@@ -6,9 +6,8 @@ from typing import Any
 
 import pytest
 
-from lethe import Memory
+from lethe import ManualClock, Memory
 from lethe.decay import AdaptiveDecay
-from tests.conftest import Clock
 
 
 class TestDeepCopy:
@@ -22,12 +21,12 @@ class TestDeepCopy:
         nested["new"] = True
         assert mem.peek("k").metadata == {"tags": ["a"], "nested": {"inner": [1, 2], "set": {1}}}
 
-    def test_old_versions_keep_their_scores(self, clock: Clock) -> None:
+    def test_old_versions_keep_their_scores(self, clock: ManualClock) -> None:
         """AdaptiveDecay counts list lengths in metadata: a caller's later append must not count."""
         connections = ["x"]
         mem: Memory[Any, Any] = Memory(decay_fn=AdaptiveDecay(), clock_fn=clock)
         mem = mem.put("v", key="k", metadata={"connections": connections})
-        clock.tick(7200)
+        clock.advance(7200)
         before = mem.score("k")
         connections.extend(["y"] * 50)
         assert mem.score("k") == before

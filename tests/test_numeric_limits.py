@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lethe import Entry, Memory
+from lethe import Entry, ManualClock, Memory
 from lethe.decay import (
     ACTR,
     BUILTINS,
@@ -41,6 +41,8 @@ from lethe.decay import (
     from_dict,
 )
 
+from ._support import fake_clock
+
 UTC = timezone.utc
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 NEAR_MAX = datetime.max.replace(tzinfo=UTC) - timedelta(seconds=1)
@@ -48,16 +50,8 @@ HUGE = 10**400
 W = FSRS6_DEFAULT_PARAMETERS
 
 
-class Clock:
-    def __init__(self, t: datetime = T0) -> None:
-        self.t = t
-
-    def __call__(self) -> datetime:
-        return self.t
-
-
-def fixed(t: datetime) -> Clock:
-    return Clock(t)
+def fixed(t: datetime) -> ManualClock:
+    return fake_clock(t)
 
 
 # -- forecasts beyond datetime.max ---------------------------------------------------
@@ -96,11 +90,11 @@ def test_a_clock_near_year_9999_can_put_score_and_use_a_short_ttl() -> None:
     # expired from the first microsecond that reads as its deadline, up to 16 µs before it.
     assert when is not None
     assert expires - timedelta(microseconds=16) <= when <= expires
-    clock.t = when
+    clock.set(when)
     assert [e.key for e in mem.evict()[1]] == ["t"]
-    clock.t = when - timedelta(microseconds=1)
+    clock.set(when - timedelta(microseconds=1))
     assert mem.evict()[1] == ()
-    clock.t = NEAR_MAX
+    clock.set(NEAR_MAX)
     with pytest.raises(ValueError, match="ttl"):
         mem.put("x", ttl=10)  # its deadline would be past datetime.max
     mem, _ = mem.get("k")
@@ -113,7 +107,7 @@ def test_huge_importance_forecasts_a_representable_moment() -> None:
     at = mem.next_eviction()
     assert at is not None  # about 1025 half-lives
     assert mem.time_until("k", 0.05) == at - T0
-    clock.t = at
+    clock.now = at
     _, gone = mem.evict()
     assert [e.key for e in gone] == ["k"]
     power: Memory[Any, Any] = Memory(decay_fn="power_law", clock_fn=clock).put("v", key="k", importance=1e8)
@@ -290,7 +284,7 @@ def test_power_law_exponents_that_break_the_math_are_refused() -> None:
     clock = fixed(T0)
     smallest = PowerLaw(exponent=1e-3)
     mem: Memory[Any, Any] = Memory(decay_fn=smallest, clock_fn=clock).put("v", key="k")
-    clock.t += timedelta(days=1)
+    clock.now += timedelta(days=1)
     assert 0.0 < mem.score("k") < 1.0
 
 
@@ -309,9 +303,9 @@ def test_stability_exponential_with_tiny_half_life_and_importance() -> None:
     clock = fixed(T0)
     mem: Memory[Any, Any] = Memory(decay_fn=StabilityExponential(half_life=1e-10), clock_fn=clock)
     mem = mem.put("v", key="k", importance=5e-324)
-    clock.t += timedelta(seconds=1)
+    clock.now += timedelta(seconds=1)
     assert mem.score("k") == 0.0
-    assert mem.next_eviction() == clock.t
+    assert mem.next_eviction() == clock.now
 
 
 def test_fsrs_stability_stays_finite_after_many_long_gaps() -> None:
@@ -320,7 +314,7 @@ def test_fsrs_stability_stays_finite_after_many_long_gaps() -> None:
     clock = fixed(T0)
     mem: Memory[Any, Any] = Memory(decay_fn=FSRS(parameters=params), clock_fn=clock).put("v", key="k")
     for _ in range(200):
-        clock.t += timedelta(minutes=1)
+        clock.now += timedelta(minutes=1)
         mem = mem.touch("k")
         s, d = mem.peek("k").decay_state
         assert math.isfinite(s)
@@ -377,19 +371,19 @@ def test_extreme_but_legal_numbers_never_raise(
         fn = model(half_life)
     except (ValueError, TypeError):
         return  # refused at construction: allowed
-    clock = Clock(start)
+    clock = fake_clock(start)
     mem: Memory[Any, Any] = Memory(
         decay_fn=fn, clock_fn=clock, max_entries=3, eviction_threshold=threshold, summarize_threshold=threshold
     )
     for i, (op, importance, step) in enumerate(script):
         try:
-            clock.t += timedelta(seconds=step)
+            clock.now += timedelta(seconds=step)
         except OverflowError:
-            clock.t = NEAR_MAX
+            clock.now = NEAR_MAX
         if op == "put":
             mem = mem.put(i, key=i % 4, importance=importance)
         elif op == "ttl":
-            if clock.t > NEAR_MAX - timedelta(seconds=60):
+            if clock.now > NEAR_MAX - timedelta(seconds=60):
                 with pytest.raises(ValueError, match="ttl"):  # past datetime.max
                     mem.put(i, key=i % 4, importance=importance, ttl=60.0)
             else:
@@ -455,14 +449,14 @@ class _Berlin2026(tzinfo):
 
 def test_next_eviction_across_the_spring_change_is_absolute() -> None:
     berlin = _berlin()
-    clock = Clock(datetime(2026, 3, 29, 1, 30, tzinfo=berlin))  # 00:30 UTC, before the jump
+    clock = fake_clock(datetime(2026, 3, 29, 1, 30, tzinfo=berlin))  # 00:30 UTC, before the jump
     mem: Memory[Any, Any] = Memory(half_life=3600, clock_fn=clock).put("v", key="k")
     at = mem.next_eviction()
     assert at is not None
     assert at.utcoffset() == timedelta(0)
     expected = datetime(2026, 3, 29, 0, 30, tzinfo=UTC) + timedelta(hours=math.log2(1 / 0.05))
     assert abs(at - expected) < timedelta(milliseconds=1)
-    clock.t = at.astimezone(berlin)
+    clock.now = at.astimezone(berlin)
     _, gone = mem.evict()
     assert [e.key for e in gone] == ["k"]
     assert mem.peek("k").inserted_at.utcoffset() == timedelta(0)  # stored as UTC
@@ -473,9 +467,9 @@ def test_stats_in_the_repeated_autumn_hour() -> None:
     first = datetime(2026, 10, 25, 2, 30, tzinfo=berlin)  # CEST: 00:30 UTC
     second = datetime(2026, 10, 25, 2, 10, fold=1, tzinfo=berlin)  # CET: 01:10 UTC, 40 minutes later
     assert second.astimezone(UTC) - first.astimezone(UTC) == timedelta(minutes=40)
-    clock = Clock(first)
+    clock = fake_clock(first)
     mem: Memory[Any, Any] = Memory(clock_fn=clock).put("a", key="a")
-    clock.t = second
+    clock.now = second
     mem = mem.put("b", key="b")
     stats = mem.stats()
     # (fold=1 datetimes never compare equal across zones: compare UTC readings)

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from lethe import Entry, Memory, MemoryFullError, SummarizeError
-from tests.conftest import Clock
+from lethe import Entry, ManualClock, Memory, MemoryFullError, SummarizeError
+
+from ._support import HOUR, fake_clock
 
 
 def keys(entries: Any) -> list[Any]:
@@ -42,28 +43,28 @@ class TestEvictedAttribute:
         assert mem.evicted == ()
         assert mem.touch("b").evicted == mem.pin("a").evicted == mem.delete("b").evicted == ()
 
-    def test_a_put_at_capacity_reports_its_victim_summarized(self, make: Any, clock: Clock) -> None:
+    def test_a_put_at_capacity_reports_its_victim_summarized(self, make: Any, clock: ManualClock) -> None:
         told: list[tuple[Entry[Any, Any], ...]] = []
         mem = make(max_entries=2, summarize_fn=lambda e: f"gist of {e.value}", on_evict=told.append)
         mem = mem.put("old", key="old").put("new", key="new")
-        clock.tick()
+        clock.advance(HOUR)
         full = mem.put("newest", key="newest")
         assert [(e.key, e.summary) for e in full.evicted] == [("old", "gist of old")]
         assert told == [full.evicted]
         assert full.put("again", key="newest").evicted == ()  # a replacement evicts nothing
         assert mem.evicted == ()  # the receiver is unchanged
 
-    def test_evict_returns_what_the_version_reports(self, make: Any, clock: Clock) -> None:
+    def test_evict_returns_what_the_version_reports(self, make: Any, clock: ManualClock) -> None:
         mem = make(half_life=60).put("a", key="a").put("b", key="b", importance=100.0)
-        clock.tick(600)
+        clock.advance(600)
         new, gone = mem.evict()
         assert keys(gone) == ["a"]
         assert new.evicted == gone
         assert new.put("c", key="c").evicted == ()  # the report belongs to one version only
 
-    def test_evicted_is_not_part_of_equality(self, make: Any, clock: Clock) -> None:
+    def test_evicted_is_not_part_of_equality(self, make: Any, clock: ManualClock) -> None:
         mem = make(max_entries=1).put("a", key="a")
-        clock.tick()
+        clock.advance(HOUR)
         full = mem.put("b", key="b")
         assert full.evicted
         same = mem.delete("a").put("b", key="b")
@@ -82,10 +83,10 @@ class TestEvictedAttribute:
         ],
         ids=["delete", "evict", "summarize", "pin", "consolidate", "put_many"],
     )
-    def test_an_operation_that_changes_nothing_reports_nothing(self, make: Any, clock: Clock, noop: Any) -> None:
+    def test_an_operation_that_changes_nothing_reports_nothing(self, make: Any, clock: ManualClock, noop: Any) -> None:
         """Publishing its result must not report the previous operation's evictions again."""
         mem = make(max_entries=2, summarize_fn=lambda e: "gist").put("a", key="a").put("p", key="p", pinned=True)
-        clock.tick()
+        clock.advance(HOUR)
         full = mem.put("b", key="b")
         assert keys(full.evicted) == ["a"]
         same = noop(full)
@@ -135,7 +136,7 @@ class TestHooksHearOnlyWhatAReturnedVersionRemoved:
         """Workers publish versions by compare-and-swap and report ``new.evicted`` after a
         successful swap: every put's eviction is reported once, however many swaps lose."""
         lock = threading.Lock()
-        clock = Clock()
+        clock = fake_clock()
         current: list[Memory[Any, Any]] = [Memory(max_entries=10, clock_fn=clock)]
         reported: list[Any] = []
         puts_per_worker, workers = 200, 4
@@ -163,11 +164,11 @@ class TestHooksHearOnlyWhatAReturnedVersionRemoved:
 
 
 class TestExpiredEntriesAreReportedWhenRemoved:
-    def test_the_next_write_removes_and_reports_them(self, make: Any, clock: Clock) -> None:
+    def test_the_next_write_removes_and_reports_them(self, make: Any, clock: ManualClock) -> None:
         told: list[Any] = []
         mem = make(summarize_fn=lambda e: "gist", on_evict=told.append)
         mem = mem.put("code 1234", key="otp", ttl=60).put("note", key="note")
-        clock.tick(61)
+        clock.advance(61)
         assert mem.evicted == ()
         new = mem.put("other", key="other")
         assert [(e.key, e.summary) for e in new.evicted] == [("otp", "gist")]
@@ -189,41 +190,43 @@ class TestExpiredEntriesAreReportedWhenRemoved:
             lambda m: m.consolidate()[0],
         ],
     )
-    def test_every_write_removes_them(self, make: Any, clock: Clock, write: Any) -> None:
+    def test_every_write_removes_them(self, make: Any, clock: ManualClock, write: Any) -> None:
         told: list[Any] = []
         mem = make(on_evict=told.append).put("code", key="otp", ttl=60).put("note", key="note")
-        clock.tick(61)
+        clock.advance(61)
         new = write(mem)
         assert keys(new.evicted) == ["otp"]
         assert told == [new.evicted]
         assert "otp" not in [e["key"] for e in new.to_dict()["entries"]]  # physically gone
 
-    def test_clear_reports_nothing(self, make: Any, clock: Clock) -> None:
+    def test_clear_reports_nothing(self, make: Any, clock: ManualClock) -> None:
         told: list[Any] = []
         mem = make(on_evict=told.append).put("code", key="otp", ttl=60)
-        clock.tick(61)
+        clock.advance(61)
         assert mem.clear().evicted == ()
         assert told == []
 
 
 class TestSummarizeError:
-    def test_it_carries_the_key_and_the_entry(self, make: Any, clock: Clock) -> None:
+    def test_it_carries_the_key_and_the_entry(self, make: Any, clock: ManualClock) -> None:
         def summarize(entry: Entry[Any, Any]) -> str:
             raise ValueError("quota exceeded")
 
         mem = make(max_entries=1, summarize_fn=summarize).put("old", key="old")
-        clock.tick()
+        clock.advance(HOUR)
         with pytest.raises(SummarizeError) as info:
             mem.put("new", key="new")
         assert info.value.key == "old"
         assert info.value.entry == mem.peek("old")
         assert isinstance(info.value.__cause__, ValueError)
 
-    def test_a_program_goes_on_by_dropping_the_entry_and_reporting_it_itself(self, make: Any, clock: Clock) -> None:
+    def test_a_program_goes_on_by_dropping_the_entry_and_reporting_it_itself(
+        self, make: Any, clock: ManualClock
+    ) -> None:
         archived: list[Any] = []
         mem = make(max_entries=2, summarize_fn=summarize_except("poison"), on_evict=archived.extend)
         mem = mem.put("x", key="poison").put("y", key="fine")
-        clock.tick()
+        clock.advance(HOUR)
         for value in ("a", "b", "c"):
             try:
                 mem = mem.put(value, key=value)
@@ -233,7 +236,7 @@ class TestSummarizeError:
         assert [e.key for e in archived] == ["poison", "fine", "a"]
         assert sorted(mem.keys()) == ["b", "c"]
 
-    def test_expired_entries_whose_summaries_fail_do_not_block_the_memory(self, make: Any, clock: Clock) -> None:
+    def test_expired_entries_whose_summaries_fail_do_not_block_the_memory(self, make: Any, clock: ManualClock) -> None:
         """Two expired entries whose summaries always fail: every write but delete raises, and
         deleting each one named by the error lets the program go on."""
 
@@ -245,7 +248,7 @@ class TestSummarizeError:
         archived: list[Any] = []
         mem = make(summarize_fn=summarize, on_evict=archived.extend)
         mem = mem.put("x", key="poison1", ttl=10).put("y", key="poison2", ttl=10).put("z", key="ok")
-        clock.tick(20)
+        clock.advance(20)
         for _ in range(3):
             try:
                 mem = mem.put("new", key="new")
@@ -256,27 +259,27 @@ class TestSummarizeError:
         assert sorted(e.key for e in archived) == ["poison1", "poison2"]
         assert sorted(mem.keys()) == ["new", "ok"]
 
-    def test_delete_runs_no_hook_and_removes_nothing_else(self, make: Any, clock: Clock) -> None:
+    def test_delete_runs_no_hook_and_removes_nothing_else(self, make: Any, clock: ManualClock) -> None:
         told: list[Any] = []
         mem = make(summarize_fn=summarize_except("otp"), on_evict=told.append)
         mem = mem.put("code", key="otp", ttl=10).put("note", key="note")
-        clock.tick(20)
+        clock.advance(20)
         kept = mem.delete("note")
         assert kept.evicted == ()
         assert told == []
         assert [e["key"] for e in kept.to_dict()["entries"]] == ["otp"]  # still held, unreported
         assert mem.delete("otp").to_dict()["entries"][0]["key"] == "note"  # expired or not
 
-    def test_a_program_goes_on_by_keeping_the_entry(self, make: Any, clock: Clock) -> None:
+    def test_a_program_goes_on_by_keeping_the_entry(self, make: Any, clock: ManualClock) -> None:
         mem = make(max_entries=2, summarize_fn=summarize_except("poison")).put("x", key="poison").put("y", key="fine")
-        clock.tick()
+        clock.advance(HOUR)
         try:
             mem = mem.put("z", key="z")
         except SummarizeError as err:
             mem = mem.touch(err.key).put("z", key="z")  # rehearsed: the other one goes instead
         assert sorted(mem.keys()) == ["poison", "z"]
 
-    def test_nested_messages_stay_bounded(self, make: Any, clock: Clock) -> None:
+    def test_nested_messages_stay_bounded(self, make: Any, clock: ManualClock) -> None:
         """A summarize_fn that re-enters a memory whose summarize_fn fails, 30 levels deep."""
 
         def level(depth: int) -> Memory[Any, Any]:
@@ -284,7 +287,7 @@ class TestSummarizeError:
                 if depth == 0:
                     raise ValueError("x" * 10_000)
                 inner = level(depth - 1).put("a", key="a")
-                clock.tick()
+                clock.advance(HOUR)
                 inner.put("b", key="b")
                 return "unreached"
 
@@ -307,22 +310,22 @@ class TestSummarizeError:
 
 
 class TestAwaitableHooks:
-    def test_a_summarize_fn_returning_a_coroutine_is_refused(self, make: Any, clock: Clock) -> None:
+    def test_a_summarize_fn_returning_a_coroutine_is_refused(self, make: Any, clock: ManualClock) -> None:
         async def summarize(entry: Entry[Any, Any]) -> str:
             return "gist"
 
         mem = make(max_entries=1, summarize_fn=lambda e: summarize(e)).put("a", key="a")
-        clock.tick()
+        clock.advance(HOUR)
         with _no_warning(), pytest.raises(TypeError, match="summarize_fn returned an awaitable"):
             mem.put("b", key="b")
         assert list(mem.keys()) == ["a"]
 
-    def test_an_on_evict_returning_a_coroutine_is_refused(self, make: Any, clock: Clock) -> None:
+    def test_an_on_evict_returning_a_coroutine_is_refused(self, make: Any, clock: ManualClock) -> None:
         async def archive(entries: Any) -> None:
             return None
 
         mem = make(max_entries=1, on_evict=lambda es: archive(es)).put("a", key="a")
-        clock.tick()
+        clock.advance(HOUR)
         with _no_warning(), pytest.raises(TypeError, match="on_evict returned an awaitable"):
             mem.put("b", key="b")
 

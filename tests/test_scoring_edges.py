@@ -7,17 +7,17 @@ from typing import Any
 
 import pytest
 
-from lethe import Entry
+from lethe import Entry, ManualClock
 from lethe.decay import ACTR, Blend, Exponential, Importance
 
-from .conftest import HOUR, START, Clock
+from ._support import HOUR, START
 
 US = timedelta(microseconds=1)
 
 
 class TestDeadlineInstant:
     @pytest.mark.parametrize("decay_fn", ["exponential", lambda e, now: 1.0])
-    def test_an_entry_scores_zero_from_its_deadline_on(self, make: Any, clock: Clock, decay_fn: Any) -> None:
+    def test_an_entry_scores_zero_from_its_deadline_on(self, make: Any, clock: ManualClock, decay_fn: Any) -> None:
         mem = make(decay_fn=decay_fn, half_life=timedelta(days=1)).put("v", key="k", ttl=60)
         clock.now = START + timedelta(seconds=60) - US
         assert mem.score("k") > 0.9
@@ -29,7 +29,7 @@ class TestDeadlineInstant:
         assert mem.stats().size == mem.stats().active == 0
         assert mem.stats().mean_score is None
 
-    def test_summarize_sees_the_deadline_at_its_instant(self, make: Any, clock: Clock) -> None:
+    def test_summarize_sees_the_deadline_at_its_instant(self, make: Any, clock: ManualClock) -> None:
         mem = make(summarize_fn=lambda e: "gist", half_life=timedelta(days=1))
         mem = mem.put("v", key="k", expires_at=START + HOUR)
         clock.now = START + HOUR - US
@@ -56,7 +56,7 @@ class TestCustomFunctions:
         assert mem.score("big") == 1.0
         assert mem.stats().mean_score == 0.5
 
-    def test_every_score_gets_the_time_and_deadlines(self, make: Any, clock: Clock) -> None:
+    def test_every_score_gets_the_time_and_deadlines(self, make: Any, clock: ManualClock) -> None:
         seen: list[Any] = []
 
         def decay(entry: Entry[Any, Any], now: datetime) -> float:
@@ -64,17 +64,17 @@ class TestCustomFunctions:
             return 0.1
 
         mem = make(decay_fn=decay, summarize_fn=lambda e: "s").put("a", key="a").put("b", key="b", ttl=60)
-        clock.tick(30)
+        clock.advance(30)
         stats = mem.stats()
         assert stats.mean_score == pytest.approx(0.1)
         assert [mem.summarize().peek(k).summary for k in "ab"] == ["s", "s"]
         assert seen
         assert all(t == START + timedelta(seconds=30) for t in seen)
-        clock.tick(30)
+        clock.advance(30)
         assert mem.stats().mean_score == pytest.approx(0.1)  # "b" expired: no longer counted
         assert mem.stats().size == 1
 
-    def test_a_rehearse_hook_gets_the_time(self, make: Any, clock: Clock) -> None:
+    def test_a_rehearse_hook_gets_the_time(self, make: Any, clock: ManualClock) -> None:
         class Counting:
             def score(self, entry: Entry[Any, Any], now: datetime) -> float:
                 return 1.0
@@ -83,10 +83,10 @@ class TestCustomFunctions:
                 return (entry.decay_state or ()) + (now,)
 
         mem = make(decay_fn=Counting()).put("v", key="k")
-        clock.tick()
+        clock.advance(HOUR)
         mem, entry = mem.get("k")
         assert entry.decay_state == (START + HOUR,)
-        clock.tick()
+        clock.advance(HOUR)
         assert mem.touch("k").peek("k").decay_state == (START + HOUR, START + 2 * HOUR)
 
 
@@ -97,9 +97,9 @@ class TestBuiltinsThatIncludeImportance:
         assert mem.stats().mean_score == pytest.approx(0.4)
         assert mem.stats().median_score == pytest.approx(0.4)
 
-    def test_a_blend_of_one_function_scores_like_it(self, make: Any, clock: Clock) -> None:
+    def test_a_blend_of_one_function_scores_like_it(self, make: Any, clock: ManualClock) -> None:
         mem = make(decay_fn=Blend({Exponential(half_life=3600): 1.0})).put("v", key="k", importance=0.5)
-        clock.tick()
+        clock.advance(HOUR)
         assert mem.score("k") == pytest.approx(0.25)
         assert mem.stats().mean_score == pytest.approx(0.25)
 
@@ -118,7 +118,7 @@ class TestBuiltinsThatIncludeImportance:
 class TestSubclassedBuiltins:
     """A user subclass of a built-in is not a built-in: its overrides are honoured."""
 
-    def test_an_overridden_score(self, make: Any, clock: Clock) -> None:
+    def test_an_overridden_score(self, make: Any, clock: ManualClock) -> None:
         class Floor(Exponential):
             __slots__ = ()
 
@@ -126,12 +126,12 @@ class TestSubclassedBuiltins:
                 return max(0.3, super().score(entry, now))
 
         mem = make(decay_fn=Floor(half_life=3600)).put("v", key="k")
-        clock.tick(timedelta(hours=5))
+        clock.advance(timedelta(hours=5))
         assert mem.score("k") == 0.3
         assert mem.stats().mean_score == 0.3
         assert mem.time_until("k", 0.3) is None
 
-    def test_an_overridden_rehearse(self, make: Any, clock: Clock) -> None:
+    def test_an_overridden_rehearse(self, make: Any, clock: ManualClock) -> None:
         class Marked(ACTR):
             __slots__ = ()
 
@@ -139,6 +139,6 @@ class TestSubclassedBuiltins:
                 return (*super().rehearse(entry, now), -1.0)
 
         mem = make(decay_fn=Marked()).put("v", key="k")
-        clock.tick()
+        clock.advance(HOUR)
         mem, entry = mem.get("k")
         assert entry.decay_state[-1] == -1.0

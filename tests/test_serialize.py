@@ -9,23 +9,21 @@ from typing import Any
 
 import pytest
 
-from lethe import Entry, Memory
-
-from .conftest import Clock
+from lethe import Entry, ManualClock, Memory
 
 
-def sample(clock: Clock, decay: str = "actr") -> Memory[Any, Any]:
+def sample(clock: ManualClock, decay: str = "actr") -> Memory[Any, Any]:
     mem: Memory[Any, Any] = Memory(max_entries=10, decay_fn=decay, half_life=600, clock_fn=clock)
     mem = mem.put({"text": "hello"}, key="greeting", importance=1.5, metadata={"src": "user"})
     mem = mem.put([1, 2, 3], pinned=True)
-    clock.tick(300)
+    clock.advance(300)
     mem, _ = mem.get("greeting")
     mem = mem.put("x", key=7)
     return mem
 
 
 @pytest.mark.parametrize("decay", ["exponential", "access_weighted", "actr"])
-def test_round_trip_through_json(clock: Clock, decay: str) -> None:
+def test_round_trip_through_json(clock: ManualClock, decay: str) -> None:
     mem = sample(clock, decay)
     data = json.loads(json.dumps(mem.to_dict()))
     back = Memory.from_dict(data, clock_fn=clock)
@@ -34,7 +32,7 @@ def test_round_trip_through_json(clock: Clock, decay: str) -> None:
     assert back.put("next").peek(1).value == "next"  # auto keys carry on
 
 
-def test_custom_decay_needs_decay_fn(clock: Clock) -> None:
+def test_custom_decay_needs_decay_fn(clock: ManualClock) -> None:
     def fn(e: Entry[Any, Any], now: Any) -> float:
         return 0.5
 
@@ -45,7 +43,7 @@ def test_custom_decay_needs_decay_fn(clock: Clock) -> None:
     assert Memory.from_dict(data, decay_fn=fn, clock_fn=clock) == mem
 
 
-def test_pickle_round_trip(clock: Clock) -> None:
+def test_pickle_round_trip(clock: ManualClock) -> None:
     mem = sample(clock)
     back = pickle.loads(pickle.dumps(mem))
     assert back.to_dict() == mem.to_dict()
@@ -75,7 +73,7 @@ def test_pickle_round_trip(clock: Clock) -> None:
         (lambda d: d.update(version=99), "version"),
     ],
 )
-def test_malformed_data_raises_value_error_naming_the_field(clock: Clock, mutate: Any, field: str) -> None:
+def test_malformed_data_raises_value_error_naming_the_field(clock: ManualClock, mutate: Any, field: str) -> None:
     data = json.loads(json.dumps(sample(clock).to_dict()))
     mutate(data)
     with pytest.raises(ValueError, match=field):
@@ -87,14 +85,14 @@ def test_not_a_mapping() -> None:
         Memory.from_dict([])  # type: ignore[arg-type]
 
 
-def test_z_suffix_is_accepted(clock: Clock) -> None:
+def test_z_suffix_is_accepted(clock: ManualClock) -> None:
     data = sample(clock, "exponential").to_dict()
     for e in data["entries"]:
         e["inserted_at"] = e["inserted_at"].replace("+00:00", "Z")
     assert len(Memory.from_dict(data)) == 3
 
 
-def test_timestamps_are_iso(clock: Clock) -> None:
+def test_timestamps_are_iso(clock: ManualClock) -> None:
     entry = sample(clock).to_dict()["entries"][0]
     assert entry["inserted_at"] == "2026-01-01T12:00:00+00:00"
-    clock.tick(timedelta(hours=1))
+    clock.advance(timedelta(hours=1))

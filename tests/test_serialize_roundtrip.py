@@ -14,25 +14,25 @@ from typing import Any
 import pytest
 
 import lethe
-from lethe import ClockWarning, Entry, Memory
+from lethe import ClockWarning, Entry, ManualClock, Memory
 from lethe.decay import ACTR, BUILTINS, FSRS, AccessFrequency, Blend, ByMetadata, Exponential, Importance, Product
 from lethe.decay import from_dict as decay_from_dict
 
-from .conftest import HOUR, START, Clock
+from ._support import HOUR, START, fake_clock
 
 
 def json_copy(data: Any) -> Any:
     return json.loads(json.dumps(data))
 
 
-def saved(clock: Clock, decay: Any = "actr") -> Memory[Any, Any]:
+def saved(clock: ManualClock, decay: Any = "actr") -> Memory[Any, Any]:
     half_life = {"half_life": 600} if isinstance(decay, str) else {}  # an object has its own
     mem: Memory[Any, Any] = Memory(max_entries=10, decay_fn=decay, clock_fn=clock, **half_life)
     mem = mem.put("a", key="a", metadata={"src": "user"}).put("b", key="b", importance=0.5)
-    clock.tick(300)
+    clock.advance(300)
     mem, _ = mem.get("a")
     mem, _ = mem.get("a")
-    clock.tick(60)
+    clock.advance(60)
     return mem.put("c", key="c", pinned=True)
 
 
@@ -42,7 +42,7 @@ def saved(clock: Clock, decay: Any = "actr") -> Memory[Any, Any]:
 KEYS: list[Any] = ["1", 1, 2.5, -0.5, False, (1, "a"), (None, (True, 2.0)), ("x",), (), 10**30]
 
 
-def test_keys_round_trip_through_json_keeping_their_types(clock: Clock) -> None:
+def test_keys_round_trip_through_json_keeping_their_types(clock: ManualClock) -> None:
     mem: Memory[Any, Any] = Memory(clock_fn=clock)
     for i, key in enumerate(KEYS):
         mem = mem.put(i, key=key)
@@ -58,7 +58,7 @@ def test_keys_round_trip_through_json_keeping_their_types(clock: Clock) -> None:
     assert back.to_dict() == mem.to_dict()
 
 
-def test_one_and_the_string_one_stay_two_keys(clock: Clock) -> None:
+def test_one_and_the_string_one_stay_two_keys(clock: ManualClock) -> None:
     mem: Memory[Any, Any] = Memory(clock_fn=clock).put("int", key=1).put("str", key="1")
     back = Memory.from_dict(json_copy(mem.to_dict()), clock_fn=clock)
     assert (back.peek(1).value, back.peek("1").value) == ("int", "str")
@@ -87,7 +87,7 @@ class Color(enum.IntEnum):
     ],
     ids=lambda k: type(k).__name__,
 )
-def test_to_dict_refuses_keys_it_cannot_write_exactly(clock: Clock, key: Any) -> None:
+def test_to_dict_refuses_keys_it_cannot_write_exactly(clock: ManualClock, key: Any) -> None:
     mem: Memory[Any, Any] = Memory(clock_fn=clock).put("v", key=key)
     with pytest.raises(ValueError, match="key") as info:
         mem.to_dict()
@@ -95,7 +95,7 @@ def test_to_dict_refuses_keys_it_cannot_write_exactly(clock: Clock, key: Any) ->
 
 
 @pytest.mark.parametrize("bad", [None, [1, [2, {"a": 1}]], {"k": 1}, float("nan"), (1, 2)], ids=repr)
-def test_from_dict_refuses_keys_to_dict_never_writes(clock: Clock, bad: Any) -> None:
+def test_from_dict_refuses_keys_to_dict_never_writes(clock: ManualClock, bad: Any) -> None:
     data = saved(clock).to_dict()
     data["entries"][0]["key"] = bad
     with pytest.raises(ValueError, match=r"entries\[0\]\.key"):
@@ -103,7 +103,7 @@ def test_from_dict_refuses_keys_to_dict_never_writes(clock: Clock, bad: Any) -> 
 
 
 @pytest.mark.parametrize("metadata", [{1: "x"}, {"a": {2: "y"}}, {"a": [{"b": 1, (1,): 2}]}], ids=repr)
-def test_from_dict_refuses_non_str_metadata_keys(clock: Clock, metadata: Any) -> None:
+def test_from_dict_refuses_non_str_metadata_keys(clock: ManualClock, metadata: Any) -> None:
     data = saved(clock).to_dict()
     data["entries"][0]["metadata"] = metadata
     with pytest.raises(ValueError, match=r"entries\[0\]\.metadata"):
@@ -113,7 +113,7 @@ def test_from_dict_refuses_non_str_metadata_keys(clock: Clock, metadata: Any) ->
 # -- exact fields at every level ---------------------------------------------------------------
 
 
-def test_every_top_level_field_is_required(clock: Clock) -> None:
+def test_every_top_level_field_is_required(clock: ManualClock) -> None:
     data = json_copy(saved(clock).to_dict())
     for name in data:
         broken = copy.deepcopy(data)
@@ -124,7 +124,7 @@ def test_every_top_level_field_is_required(clock: Clock) -> None:
         Memory.from_dict({**data, "surprise": 1}, clock_fn=clock)
 
 
-def test_every_entry_field_is_required(clock: Clock) -> None:
+def test_every_entry_field_is_required(clock: ManualClock) -> None:
     data = json_copy(saved(clock).to_dict())
     for name in data["entries"][1]:
         broken = copy.deepcopy(data)
@@ -133,7 +133,7 @@ def test_every_entry_field_is_required(clock: Clock) -> None:
             Memory.from_dict(broken, clock_fn=clock)
 
 
-def test_a_missing_pinned_or_max_entries_is_not_a_default(clock: Clock) -> None:
+def test_a_missing_pinned_or_max_entries_is_not_a_default(clock: ManualClock) -> None:
     data = json_copy(saved(clock).to_dict())
     del data["max_entries"]
     with pytest.raises(ValueError, match="max_entries: missing"):
@@ -162,7 +162,7 @@ def test_every_decay_parameter_is_required(fn: Any) -> None:
         decay_from_dict({**doc, "foo": 1})
 
 
-def test_nested_decay_fields_are_named_by_path(clock: Clock) -> None:
+def test_nested_decay_fields_are_named_by_path(clock: ManualClock) -> None:
     fn = Product(Exponential(60), ACTR(60))
     doc = json_copy(fn.to_dict())
     del doc["functions"][1]["decay"]
@@ -190,11 +190,11 @@ def test_nested_decay_fields_are_named_by_path(clock: Clock) -> None:
         decay_from_dict(picked)
 
 
-def version_1(clock: Clock) -> dict[str, Any]:
+def version_1(clock: ManualClock) -> dict[str, Any]:
     """A document as lethe wrote it before version 2: every field but ``latest``."""
     mem: Memory[Any, Any] = Memory(max_entries=5, half_life=600, clock_fn=clock)
     mem = mem.put("x", key="a", metadata={"src": "user"}, ttl=7200)
-    clock.tick(1800)
+    clock.advance(1800)
     mem, _ = mem.get("a")
     data = json_copy(mem.to_dict())
     del data["latest"]
@@ -202,7 +202,7 @@ def version_1(clock: Clock) -> dict[str, Any]:
     return data
 
 
-def test_version_1_documents_load_with_their_latest_access_as_the_latest_reading(clock: Clock) -> None:
+def test_version_1_documents_load_with_their_latest_access_as_the_latest_reading(clock: ManualClock) -> None:
     data = version_1(clock)
     mem = Memory.from_dict(data, clock_fn=clock)
     assert (mem.max_entries, mem.half_life) == (5, 600.0)
@@ -223,7 +223,7 @@ def test_version_1_documents_load_with_their_latest_access_as_the_latest_reading
         (("decay_fn", "half_life"), "decay_fn.half_life: missing"),
     ],
 )
-def test_version_1_documents_are_exact_too(clock: Clock, path: tuple[Any, ...], named: str) -> None:
+def test_version_1_documents_are_exact_too(clock: ManualClock, path: tuple[Any, ...], named: str) -> None:
     """A missing field is refused, never read as a default (``max_entries`` is not 1000)."""
     data = version_1(clock)
     *parents, last = path
@@ -238,17 +238,17 @@ def test_version_1_documents_are_exact_too(clock: Clock, path: tuple[Any, ...], 
 # -- the latest clock reading is kept ----------------------------------------------------------
 
 
-def test_the_latest_reading_survives_to_dict_and_scores_match_after_the_clock_steps_back(clock: Clock) -> None:
+def test_the_latest_reading_survives_to_dict_and_scores_match_after_the_clock_steps_back(clock: ManualClock) -> None:
     mem: Memory[Any, Any] = Memory(half_life=600, clock_fn=clock).put("a", key="a")
-    clock.tick(HOUR)
+    clock.advance(HOUR)
     mem = mem.put("b", key="b").delete("b")  # the memory has now seen START + 1h; no entry says so
     back = Memory.from_dict(json_copy(mem.to_dict()), clock_fn=clock)
     assert back == mem
-    clock.tick(-timedelta(minutes=50))
+    clock.advance(-timedelta(minutes=50))
     assert back.score("a") == mem.score("a") == 0.5**6
 
 
-def test_equal_memories_have_the_same_latest_reading(clock: Clock) -> None:
+def test_equal_memories_have_the_same_latest_reading(clock: ManualClock) -> None:
     mem: Memory[Any, Any] = Memory(half_life=600, clock_fn=clock).put("a", key="a")
     data = mem.to_dict()
     later = {**data, "latest": (START + HOUR).isoformat()}
@@ -264,13 +264,13 @@ def test_equal_memories_have_the_same_latest_reading(clock: Clock) -> None:
     assert pickle.loads(pickle.dumps(ahead)).to_dict() == ahead.to_dict()
 
 
-def test_a_document_ahead_of_the_clock_warns(clock: Clock) -> None:
+def test_a_document_ahead_of_the_clock_warns(clock: ManualClock) -> None:
     mem = saved(clock)
     data = json_copy(mem.to_dict())
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         Memory.from_dict(data, clock_fn=clock)  # the clock is at the latest reading: no warning
-    behind = Clock(clock.now - timedelta(minutes=90))
+    behind = fake_clock(clock.now - timedelta(minutes=90))
     with pytest.warns(ClockWarning, match=r"5400(\.0)? s ahead") as record:
         back = Memory.from_dict(data, clock_fn=behind)
     assert issubclass(ClockWarning, UserWarning)
@@ -280,13 +280,13 @@ def test_a_document_ahead_of_the_clock_warns(clock: Clock) -> None:
 
 
 @pytest.mark.parametrize("decay", ["actr", "fsrs", "exponential", "product"])
-def test_shift_to_moves_every_instant_by_the_same_delta(clock: Clock, decay: str) -> None:
+def test_shift_to_moves_every_instant_by_the_same_delta(clock: ManualClock, decay: str) -> None:
     fn: Any = Product(ACTR(600), FSRS()) if decay == "product" else decay
     mem = saved(clock, fn).put("d", key="d", ttl=HOUR)
     data = json_copy(mem.to_dict())
     delta = timedelta(days=-30, seconds=7)
     target = clock.now + delta
-    present = Clock(target)
+    present = fake_clock(target)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         back = Memory.from_dict(data, clock_fn=present, shift_to=target)
@@ -302,7 +302,7 @@ def test_shift_to_moves_every_instant_by_the_same_delta(clock: Clock, decay: str
         assert back.get("a")[0].score_map() == mem.get("a")[0].score_map()
 
 
-def test_shift_to_needs_an_aware_datetime(clock: Clock) -> None:
+def test_shift_to_needs_an_aware_datetime(clock: ManualClock) -> None:
     data = saved(clock).to_dict()
     with pytest.raises(ValueError, match="shift_to"):
         Memory.from_dict(data, shift_to=datetime(2026, 1, 1))
@@ -310,7 +310,7 @@ def test_shift_to_needs_an_aware_datetime(clock: Clock) -> None:
         Memory.from_dict(data, shift_to=datetime(1, 1, 1, tzinfo=timezone.utc))
 
 
-def test_shift_to_refuses_state_a_custom_function_keeps(clock: Clock) -> None:
+def test_shift_to_refuses_state_a_custom_function_keeps(clock: ManualClock) -> None:
     class Counting:
         def score(self, entry: Entry[Any, Any], now: datetime) -> float:
             return 0.5
@@ -329,7 +329,7 @@ def test_shift_to_refuses_state_a_custom_function_keeps(clock: Clock) -> None:
 # -- a decay function is handed only state it wrote --------------------------------------------
 
 
-def test_state_saved_by_another_function_is_reset(clock: Clock) -> None:
+def test_state_saved_by_another_function_is_reset(clock: ManualClock) -> None:
     mem = saved(clock, "fsrs")
     assert mem.peek("a").decay_state is not None
     back = Memory.from_dict(json_copy(mem.to_dict()), decay_fn=ACTR(600), clock_fn=clock)
@@ -339,7 +339,7 @@ def test_state_saved_by_another_function_is_reset(clock: Clock) -> None:
     assert back.score("a") > 0.5  # last access a minute ago: not FSRS's (S, D) read as access times
 
 
-def test_state_saved_by_the_same_function_is_kept(clock: Clock) -> None:
+def test_state_saved_by_the_same_function_is_kept(clock: ManualClock) -> None:
     mem = saved(clock, "actr")
     back = Memory.from_dict(json_copy(mem.to_dict()), decay_fn=ACTR(600), clock_fn=clock)
     assert back.peek("a").decay_state == mem.peek("a").decay_state
@@ -349,7 +349,7 @@ def test_state_saved_by_the_same_function_is_kept(clock: Clock) -> None:
     assert other.peek("a").decay_state is None
 
 
-def test_custom_state_goes_back_only_to_a_custom_function(clock: Clock) -> None:
+def test_custom_state_goes_back_only_to_a_custom_function(clock: ManualClock) -> None:
     class Keeps:
         def score(self, entry: Entry[Any, Any], now: datetime) -> float:
             return 0.5
@@ -366,7 +366,7 @@ def test_custom_state_goes_back_only_to_a_custom_function(clock: Clock) -> None:
 
 
 @pytest.mark.parametrize("field", ["last_accessed_at", "inserted_at"])
-def test_access_times_after_the_latest_reading_are_refused(clock: Clock, field: str) -> None:
+def test_access_times_after_the_latest_reading_are_refused(clock: ManualClock, field: str) -> None:
     data = json_copy(saved(clock).to_dict())
     later = (clock.now + timedelta(seconds=1)).isoformat()
     data["entries"][0]["last_accessed_at"] = later
@@ -376,7 +376,7 @@ def test_access_times_after_the_latest_reading_are_refused(clock: Clock, field: 
         Memory.from_dict(data, clock_fn=clock)
 
 
-def test_actr_history_after_the_latest_reading_is_refused(clock: Clock) -> None:
+def test_actr_history_after_the_latest_reading_is_refused(clock: ManualClock) -> None:
     data = json_copy(saved(clock, "actr").to_dict())
     state = data["entries"][0]["decay_state"]
     state[-1] += 3_600e6
@@ -384,7 +384,7 @@ def test_actr_history_after_the_latest_reading_is_refused(clock: Clock) -> None:
         Memory.from_dict(data, clock_fn=clock)
 
 
-def test_actr_history_before_the_entry_was_put_is_refused(clock: Clock) -> None:
+def test_actr_history_before_the_entry_was_put_is_refused(clock: ManualClock) -> None:
     """An access before the entry existed is no history ACT-R wrote (it would score ~1e-9)."""
     data = json_copy(saved(clock, "actr").to_dict())
     data["entries"][0]["decay_state"] = [1.0] * len(data["entries"][0]["decay_state"])
@@ -396,14 +396,14 @@ def test_actr_history_before_the_entry_was_put_is_refused(clock: Clock) -> None:
 
 
 @pytest.mark.parametrize("bad", [0, "", [], False, None])
-def test_falsy_metadata_is_refused_not_emptied(clock: Clock, bad: Any) -> None:
+def test_falsy_metadata_is_refused_not_emptied(clock: ManualClock, bad: Any) -> None:
     data = json_copy(saved(clock).to_dict())
     data["entries"][0]["metadata"] = bad
     with pytest.raises(ValueError, match=r"entries\[0\]\.metadata"):
         Memory.from_dict(data, clock_fn=clock)
 
 
-def round_trip_after_a_write(data: dict[str, Any], clock: Clock, write: str) -> None:
+def round_trip_after_a_write(data: dict[str, Any], clock: ManualClock, write: str) -> None:
     mem = Memory.from_dict(data, clock_fn=clock)
     mem = mem.put("new") if write == "put" else mem.get("a")[0]
     again = Memory.from_dict(json_copy(mem.to_dict()), clock_fn=clock)
@@ -411,7 +411,7 @@ def round_trip_after_a_write(data: dict[str, Any], clock: Clock, write: str) -> 
 
 
 @pytest.mark.parametrize("bound", [2**62, 2**62 + 1, 2**64, 10**30])
-def test_counters_have_no_bound_a_write_can_cross(clock: Clock, bound: int) -> None:
+def test_counters_have_no_bound_a_write_can_cross(clock: ManualClock, bound: int) -> None:
     data = json_copy(saved(clock).to_dict())
     data["entries"][0]["seq"] = bound
     data["next_seq"] = bound + 1
@@ -421,7 +421,7 @@ def test_counters_have_no_bound_a_write_can_cross(clock: Clock, bound: int) -> N
     assert Memory.from_dict(data, clock_fn=clock).put("new").peek(bound).value == "new"
 
 
-def test_access_count_is_read_up_to_2_to_the_53(clock: Clock) -> None:
+def test_access_count_is_read_up_to_2_to_the_53(clock: ManualClock) -> None:
     data = json_copy(saved(clock).to_dict())
     data["entries"][0]["access_count"] = 2**53 - 1
     round_trip_after_a_write(data, clock, "get")  # the get reaches 2**53
@@ -435,7 +435,7 @@ def test_access_count_is_read_up_to_2_to_the_53(clock: Clock) -> None:
 
 
 @pytest.mark.parametrize("field", ["seq", "access_count"])
-def test_messages_about_huge_ints_stay_short(clock: Clock, field: str) -> None:
+def test_messages_about_huge_ints_stay_short(clock: ManualClock, field: str) -> None:
     data = json_copy(saved(clock).to_dict())
     data["entries"][0][field] = -(10**5000)
     with pytest.raises(ValueError, match=rf"entries\[0\]\.{field}") as info:
@@ -448,20 +448,20 @@ def test_messages_about_huge_ints_stay_short(clock: Clock, field: str) -> None:
     assert len(str(info.value)) < 200
 
 
-def test_next_seq_must_follow_every_seq(clock: Clock) -> None:
+def test_next_seq_must_follow_every_seq(clock: ManualClock) -> None:
     data = json_copy(saved(clock).to_dict())
     data["next_seq"] = data["entries"][-1]["seq"]
     with pytest.raises(ValueError, match="next_seq"):
         Memory.from_dict(data, clock_fn=clock)
 
 
-def test_from_dict_result_assigns_to_a_typed_memory(clock: Clock) -> None:
+def test_from_dict_result_assigns_to_a_typed_memory(clock: ManualClock) -> None:
     typed: Memory[str, str] = Memory.from_dict(saved(clock).to_dict(), clock_fn=clock)
     assert typed.peek("a").value == "a"
 
 
 @pytest.mark.parametrize("bulk", [False, True])
-def test_an_equal_key_of_another_type_replaces_the_key_too(clock: Clock, bulk: bool) -> None:
+def test_an_equal_key_of_another_type_replaces_the_key_too(clock: ManualClock, bulk: bool) -> None:
     """``True == 1``: putting ``1`` after ``True`` replaces the entry, and the key is now ``1``."""
     mem: Memory[Any, Any] = Memory(clock_fn=clock).put("a", key=True).put("z", key="z")
     mem = mem.put_many([(1, "b")]) if bulk else mem.put("b", key=1)

@@ -3,9 +3,15 @@
 A Hypothesis ``RuleBasedStateMachine`` drives random sequences of every write
 (put, get, touch, update, pin, unpin, delete, evict, summarize, clear), reads,
 clock moves and ``to_dict`` -> JSON -> ``from_dict`` round trips on a small
-memory (capacity 1..4, so eviction happens all the time), for each built-in
-decay function.  The model is a plain dict of records plus the decay formulas
-written out again here, independently of ``lethe.decay``.
+memory (capacity 1..4, so eviction happens all the time), for every decay model
+in ``tests/_support.MODELS``: every registered name, the combinators and a
+plain callable.  The model is a plain dict of records.  For exponential,
+access-weighted and ACT-R it scores with the decay formulas written out again
+here, independently of ``lethe.decay``; for every other model it keeps each
+record's ``decay_state`` through the function's public ``rehearse`` and scores
+with its public ``score`` (whose formulas ``tests/test_decay_*.py`` check), so
+what is checked there is the memory's bookkeeping: its fast paths, the states
+it threads through rehearsals, eviction, summaries and versions.
 
 After every step the machine checks that the memory and the model agree
 (keys, values, access counts, pins, importances, summaries, scores within
@@ -37,6 +43,7 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -48,10 +55,10 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from lethe import Entry, Memory, MemoryFullError
-from lethe.decay import ACTR
+from lethe import Entry, ManualClock, Memory, MemoryFullError
+from lethe.decay import ACTR, BUILTINS
 
-from .conftest import START, Clock
+from ._support import BY_ID, METADATA, MODEL_IDS, START, custom_decay, fake_clock, memory_score
 
 TOL = 1e-9
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
@@ -63,6 +70,10 @@ RECENT = 6
 #: Totals over every run of the machine, for docs/reliability.md.
 TOTALS: Counter[str] = Counter()
 
+#: Models scored by the formulas written out below; every other one by its own public score().
+FORMULAS = ["exponential", "access_weighted", "actr"]
+DECAYS = [*FORMULAS, *(f"model:{m}" for m in MODEL_IDS)]
+META = st.integers(0, len(METADATA) - 1)
 KEYS = st.sampled_from(["a", "b", "c", "d", "e", 0, 1, 2])
 IMPORTANCE = st.one_of(st.sampled_from([0.0, 0.25, 0.5, 1.0, 2.0, 1e6]), st.floats(0.0, 4.0))
 ACTR_D = 0.5
@@ -72,7 +83,7 @@ PINNED = st.integers(0, 4).map(lambda n: n == 4)
 ACTR_S = 0.25
 
 
-def us(clock: Clock) -> int:
+def us(clock: ManualClock) -> int:
     """The clock's time in integer microseconds since START (exact)."""
     delta = clock.now - START
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
@@ -93,6 +104,8 @@ class Rec:
     summary: Any = None
     summarized: bool = False
     times: list[int] = field(default_factory=list)  # every access, the insertion first (ACT-R)
+    meta: dict[str, Any] = field(default_factory=dict)
+    state: Any = None  # the decay_state, for the models scored by their own function
 
 
 def model_raw(decay: str, half_life: float, rec: Rec, now: int) -> float:
@@ -123,9 +136,12 @@ def summary_of(e: Entry[Any, Any]) -> str:
 
 
 class MemoryMachine(RuleBasedStateMachine):
+    #: Run every example on this decay model (one of DECAYS) instead of drawing one.
+    ONLY: str | None = None
+
     def __init__(self) -> None:
         super().__init__()
-        self.clock = Clock()
+        self.clock = fake_clock()
         self.model: dict[Any, Rec] = {}
         self.history: list[tuple[Memory[Any, Any], dict[Any, Any], dict[Any, float], Any]] = []
         self.evict_calls: list[tuple[Entry[Any, Any], ...]] = []
@@ -139,7 +155,7 @@ class MemoryMachine(RuleBasedStateMachine):
     # -- set-up -------------------------------------------------------------
 
     @initialize(
-        decay=st.sampled_from(["exponential", "access_weighted", "actr"]),
+        decay=st.sampled_from(DECAYS),
         cap=st.integers(1, 4),
         half_life=st.sampled_from([60.0, 3600.0]),
         thresholds=st.sampled_from([(0.3, 0.6), (0.05, 0.15), (0.5, 0.5), (0.0, 0.9), (0.0, 0.0)]),
@@ -155,6 +171,7 @@ class MemoryMachine(RuleBasedStateMachine):
         with_summarize: bool,
         with_on_evict: bool,
     ) -> None:
+        decay = self.ONLY or decay
         self.decay = decay
         self.half_life = half_life
         self.cap = cap
@@ -163,10 +180,16 @@ class MemoryMachine(RuleBasedStateMachine):
         self.with_on_evict = with_on_evict
         # ACT-R with a history longer than any run keeps every access: the exact equation.
         fn: Any = ACTR(half_life=half_life, history=10_000) if decay == "actr" else decay
+        self.fn: Any = None
+        config: dict[str, Any] = {"decay_fn": fn, "half_life": half_life}
+        if decay.startswith("model:"):
+            # The model's own time scale: ticks are multiples of the half-life its factory used (or an hour).
+            self.fn = config["decay_fn"] = BY_ID[decay.removeprefix("model:")].make()
+            del config["half_life"]
+            self.half_life = BY_ID[decay.removeprefix("model:")].half_life or 3600.0
         self.mem: Memory[Any, Any] = Memory(
             max_entries=cap,
-            decay_fn=fn,
-            half_life=half_life,
+            **config,
             eviction_threshold=self.evict_t,
             summarize_threshold=self.summ_t,
             summarize_fn=self._summarize if with_summarize else None,
@@ -186,8 +209,25 @@ class MemoryMachine(RuleBasedStateMachine):
     def now(self) -> int:
         return us(self.clock)
 
+    def entry_of(self, rec: Rec) -> Entry[Any, Any]:
+        """The entry the model expects the memory to hold for ``rec`` (unpinned: the function sees no pin)."""
+        return Entry(
+            key=rec.key,
+            value=rec.value,
+            inserted_at=START + timedelta(microseconds=rec.inserted),
+            last_accessed_at=START + timedelta(microseconds=rec.last),
+            access_count=rec.count,
+            importance=rec.importance,
+            metadata=rec.meta,
+            decay_state=rec.state,
+        )
+
     def score(self, rec: Rec) -> float:
-        return model_score(self.decay, self.half_life, rec, self.now())
+        if self.fn is None:
+            return model_score(self.decay, self.half_life, rec, self.now())
+        if rec.pinned:
+            return 1.0
+        return memory_score(self.fn, self.entry_of(rec), self.clock.now)
 
     def advance(self, new: Memory[Any, Any]) -> None:
         """Make ``new`` current; remember the old version with its snapshot."""
@@ -215,20 +255,23 @@ class MemoryMachine(RuleBasedStateMachine):
 
     def rehearse_model(self, rec: Rec) -> None:
         now = self.now()
+        hook = getattr(self.fn, "rehearse", None)
+        if callable(hook):
+            rec.state = hook(self.entry_of(rec), self.clock.now)
         rec.last = now
         rec.count += 1
         rec.times.append(now)
 
     # -- rules ----------------------------------------------------------------
 
-    @rule(key=st.one_of(st.none(), KEYS), importance=IMPORTANCE, pinned=PINNED)
-    def put_again(self, key: Any, importance: float, pinned: bool) -> None:
+    @rule(key=st.one_of(st.none(), KEYS), importance=IMPORTANCE, pinned=PINNED, meta=META)
+    def put_again(self, key: Any, importance: float, pinned: bool, meta: int) -> None:
         """A second put rule: puts are the interesting step, so they come twice as often."""
         TOTALS["op_put_again"] += 1
-        self.put(key, importance, pinned)
+        self.put(key, importance, pinned, meta)
 
-    @rule(key=st.one_of(st.none(), KEYS), importance=IMPORTANCE, pinned=PINNED)
-    def put(self, key: Any, importance: float, pinned: bool) -> None:
+    @rule(key=st.one_of(st.none(), KEYS), importance=IMPORTANCE, pinned=PINNED, meta=META)
+    def put(self, key: Any, importance: float, pinned: bool, meta: int) -> None:
         TOTALS["op_put"] += 1
         value = self.fresh_value()
         if key is None:
@@ -241,7 +284,7 @@ class MemoryMachine(RuleBasedStateMachine):
         now = self.now()
         before = dict(self.model)
         try:
-            new = self.mem.put(value, key=key, importance=importance, pinned=pinned)
+            new = self.mem.put(value, key=key, importance=importance, pinned=pinned, metadata=METADATA[meta])
         except MemoryFullError:
             assert target not in self.model
             assert len(self.model) >= self.cap
@@ -302,6 +345,7 @@ class MemoryMachine(RuleBasedStateMachine):
             importance=float(importance),
             seq=self.next_seq,
             times=[now],
+            meta=METADATA[meta],
         )
         self.ledger[(target, self.next_seq)] = "live"
         self.next_seq += 1
@@ -489,7 +533,7 @@ class MemoryMachine(RuleBasedStateMachine):
         TOTALS["op_tick"] += 1
         # Ints are microseconds; floats are multiples of the half-life.
         micro = step if isinstance(step, int) else round(step * self.half_life * 1e6)
-        self.clock.tick(timedelta(microseconds=micro))
+        self.clock.advance(timedelta(microseconds=micro))
 
     @rule()
     def round_trip(self) -> None:
@@ -497,6 +541,7 @@ class MemoryMachine(RuleBasedStateMachine):
         data = json.loads(json.dumps(self.mem.to_dict()))
         new: Memory[Any, Any] = Memory.from_dict(
             data,
+            decay_fn=custom_decay if self.decay == "model:custom" else None,
             summarize_fn=self.mem.summarize_fn,
             on_evict=self.mem.on_evict,
             clock_fn=self.clock,
@@ -539,6 +584,9 @@ class MemoryMachine(RuleBasedStateMachine):
             assert e.summary == rec.summary
             assert e.summarized == rec.summarized
             assert e.seq == rec.seq
+            if self.fn is not None:
+                assert e.decay_state == rec.state
+                assert e.metadata == rec.meta
             expected = self.score(rec)
             assert abs(scores[key] - expected) <= TOL, (key, scores[key], expected, rec)
             assert 0.0 <= scores[key] <= 1.0
@@ -592,6 +640,31 @@ def test_memory_matches_the_reference_model() -> None:
     if report:
         with open(report, "w") as f:
             json.dump({"profile": PROFILE, "max_examples": EXAMPLES, "step_count": STEPS, **run}, f, indent=2)
+
+
+#: Runs per model in the sweep below (every model in every CI run, a tenth of the profile's examples each).
+PER_MODEL = max(3, EXAMPLES // 10)
+
+
+@pytest.mark.parametrize("decay", DECAYS)
+def test_every_model_matches_the_reference_model(decay: str) -> None:
+    machine = type(f"MemoryMachine_{decay}", (MemoryMachine,), {"ONLY": decay})
+    before = Counter(TOTALS)
+    run_state_machine_as_test(
+        machine,
+        settings=settings(settings.default, max_examples=PER_MODEL, stateful_step_count=STEPS),
+    )
+    run = Counter(TOTALS)
+    run.subtract(before)
+    assert run["runs"] == run[f"runs_{decay}"] > 0
+    assert run["losses"] == 0
+
+
+def test_every_model_is_sampled() -> None:
+    """The machine draws its decay function from every model: every registered name among them."""
+    sampled = {BY_ID[d.removeprefix("model:")] for d in DECAYS if d.startswith("model:")}
+    assert {m.id for m in sampled} == set(MODEL_IDS)
+    assert {m.covers for m in sampled} >= set(BUILTINS) | {"product", "blend", "by_metadata", "custom"}
 
 
 def test_model_formulas_match_the_spec_numbers() -> None:

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from lethe import Memory
+from lethe import ManualClock, Memory
 
-from .conftest import HOUR, START, Clock
+from ._support import HOUR, START
 
 
-def stamped_after_clock_goes_back(mem: Memory[Any, Any], clock: Clock) -> datetime:
+def stamped_after_clock_goes_back(mem: Memory[Any, Any], clock: ManualClock) -> datetime:
     """Set the clock back a day and put: the moment the new entry is stamped with."""
     clock.now = START - 24 * HOUR
     return mem.put("probe", key="__probe__").peek("__probe__").inserted_at
@@ -33,14 +33,14 @@ WRITES: dict[str, Callable[[Memory[Any, Any]], Memory[Any, Any]]] = {
 
 class TestTimeNeverGoesBack:
     @pytest.mark.parametrize("write", sorted(WRITES))
-    def test_a_write_remembers_its_moment(self, make: Any, clock: Clock, write: str) -> None:
+    def test_a_write_remembers_its_moment(self, make: Any, clock: ManualClock, write: str) -> None:
         mem = make(summarize_fn=lambda e: "gist", half_life=60).put("v", key="old")
-        clock.tick(timedelta(hours=2))
+        clock.advance(timedelta(hours=2))
         written = WRITES[write](mem)
         assert written is not mem
         assert stamped_after_clock_goes_back(written, clock) == START + 2 * HOUR
 
-    def test_a_delete_does_not_read_the_clock(self, make: Any, clock: Clock) -> None:
+    def test_a_delete_does_not_read_the_clock(self, make: Any, clock: ManualClock) -> None:
         mem = make().put("v", key="old").put("w", key="other")
         calls = clock.calls
         gone = mem.delete("other")
@@ -83,19 +83,19 @@ class TestPinning:
 
 
 class TestSummarize:
-    def test_pinned_entries_are_not_summarized(self, make: Any, clock: Clock) -> None:
+    def test_pinned_entries_are_not_summarized(self, make: Any, clock: ManualClock) -> None:
         mem = make(summarize_fn=lambda e: "gist").put("v", key="p").pin("p").put("w", key="u")
-        clock.tick(timedelta(hours=10))
+        clock.advance(timedelta(hours=10))
         done = mem.summarize()
         assert done.peek("p").summary is None
         assert done.peek("p").summarized is False
         assert done.peek("u").summary == "gist"
 
-    def test_nothing_to_do_returns_the_same_memory(self, make: Any, clock: Clock) -> None:
+    def test_nothing_to_do_returns_the_same_memory(self, make: Any, clock: ManualClock) -> None:
         calls: list[Any] = []
         mem = make(summarize_fn=lambda e: calls.append(e.key) or "gist").put("v", key="k")
         assert mem.summarize() is mem  # still fresh
-        clock.tick(timedelta(hours=10))
+        clock.advance(timedelta(hours=10))
         done = mem.summarize()
         assert calls == ["k"]
         assert done.summarize() is done  # already summarized
@@ -111,9 +111,9 @@ class TestSummarize:
 
 
 class TestRehearsalKeepsFacts:
-    def test_summary_and_deadline_survive_a_rehearsal(self, make: Any, clock: Clock) -> None:
+    def test_summary_and_deadline_survive_a_rehearsal(self, make: Any, clock: ManualClock) -> None:
         mem = make(summarize_fn=lambda e: "gist").put("v", key="k", ttl=timedelta(hours=12))
-        clock.tick(timedelta(hours=10))
+        clock.advance(timedelta(hours=10))
         mem = mem.summarize()
         mem, entry = mem.get("k")
         assert (entry.summary, entry.summarized) == ("gist", True)
