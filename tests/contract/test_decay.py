@@ -9,7 +9,6 @@ the registry and pickle, has equality, hash and repr that agree, and forecasts
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import pickle
