@@ -83,6 +83,7 @@ class Tree:
         self._root, self._height = _build(items) if items else (None, 0)
         self._len = len(items) if items else 0
 
+    # The constructor without __init__ that every write uses, as _map's PersistentMap._make.
     @classmethod
     def _make(cls, root: Node | None, height: int, length: int) -> Tree:
         t: Tree = object.__new__(cls)

@@ -20,6 +20,12 @@ else from that declaration:
 * ``score(entry, now)`` (and ``rehearse`` for :class:`Stateful` models) over
   the model's float fast path ``_raw(entry, now_us)``.
 
+So every model's class body has one shape on purpose (a doctest, ``name``,
+``params``, ``__slots__`` and a typed ``__init__`` that calls ``_init``): it
+is the declaration itself, and a duplicate finder pairs such bodies (for
+example ``Exponential`` and ``Recency``, ``AccessWeighted`` and ``PowerLaw``,
+``Importance`` and ``AccessFrequency``) without there being logic to share.
+
 Attributes are plain slots: scoring reads them as fast as before.  When a
 class is created, ``__init_subclass__`` checks that the declaration and the
 ``__init__`` signature name the same parameters in the same order, so the two
