@@ -63,11 +63,13 @@ class Edit(Generic[K, V]):
         self,
         removed: list[Entry[K, V]],
         replaced: list[tuple[Entry[K, V], Entry[K, V]]],
-        added: list[Entry[K, V]],
+        added: dict[K, Entry[K, V]],
     ) -> None:
         """Many changes at once: remove ``removed``, put each ``(old, new)`` in place (the same
-        key and seq), add ``added`` (absent keys).  O(m log n) for m changes, or O(n + m log m)
-        when m is a sizeable fraction of the n entries: the map and ranking are rebuilt in bulk.
+        key and seq), add the entries of ``added`` (``{key: entry}``, absent keys).
+
+        O(m log n) for m changes, or O(n + m log m) when m is a sizeable fraction
+        of the n entries: the map and ranking are rebuilt in bulk.
         """
         entries = self.entries
         if _BULK * (len(removed) + len(replaced) + len(added)) <= len(entries):
@@ -75,7 +77,7 @@ class Edit(Generic[K, V]):
                 self.remove(entry)
             for old, new in replaced:
                 self.replace(old, new)
-            for entry in added:
+            for entry in added.values():
                 self.add(entry)
             return
         kept: dict[Any, Entry[K, V]] = dict(entries.items())
@@ -83,18 +85,20 @@ class Edit(Generic[K, V]):
             del kept[entry.key]
         for old, new in replaced:
             kept[old.key] = new
-        for entry in added:
-            kept[entry.key] = entry
+        kept.update(added)
         self.entries = EMPTY.update(kept)
         self.ranking = self.ranking.edited(
-            {e.seq for e in removed}, {old.seq: new for old, new in replaced}, added
+            {e.seq for e in removed}, {old.seq: new for old, new in replaced}, list(added.values())
         )
         deadlines = self.deadlines
+        # Most entries have no deadline: only those that have one cost a call.
         for entry in removed:
-            deadlines = _expiry.removed(deadlines, entry)
+            if entry.expires_us is not None:
+                deadlines = _expiry.removed(deadlines, entry)
         for old, new in replaced:
             if old.expires_us is not None or new.expires_us is not None:
                 deadlines = _expiry.added(_expiry.removed(deadlines, old), new)
-        for entry in added:
-            deadlines = _expiry.added(deadlines, entry)
+        for entry in added.values():
+            if entry.expires_us is not None:
+                deadlines = _expiry.added(deadlines, entry)
         self.deadlines = deadlines

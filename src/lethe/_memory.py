@@ -746,7 +746,7 @@ class Memory(_Version[K, V]):
                 evicted += mem.evicted
             _set_evicted(mem, tuple(evicted))  # mem is this call's own, not yet seen by anyone
             return self._published(mem)
-        edit.apply(replaced, [], list(fresh.values()))  # a replaced key gets a new seq: out, then in
+        edit.apply(replaced, [], fresh)  # a replaced key gets a new seq: out, then in
         return self._published(self._version(edit, now, now_us, next_key, seq, gone))
 
     def _unexpired(self, now_us: float) -> tuple[Edit[K, V], tuple[Entry[K, V], ...]]:
@@ -1000,7 +1000,7 @@ class Memory(_Version[K, V]):
         if not evicted and not summarized:
             return self._unchanged(), ()
         edit = self._edit()
-        edit.apply(evicted, summarized, [])
+        edit.apply(evicted, summarized, {})
         reported.reverse()
         out = tuple(reported)
         return self._published(self._version(edit, now, now_us, evicted=out)), out
