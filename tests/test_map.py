@@ -195,3 +195,62 @@ def test_random_operations_match_a_dict(ops: list[tuple[str, int]]) -> None:
             m = m.discard(k)
             model.pop(k, None)
     agrees(m, model)
+
+
+class TestDiff:
+    """``a.diff(b)``: what turns one version into another, found by skipping shared subtrees."""
+
+    @given(st.lists(op, max_size=200), st.lists(op, max_size=60))
+    def test_applying_the_diff_gives_the_other_map(
+        self, base_ops: list[tuple[str, int]], ops: list[tuple[str, int]]
+    ) -> None:
+        a: PersistentMap[Any, Any] = EMPTY
+        for kind, k in base_ops:
+            a = a.set(k, object()) if kind == "set" else a.discard(k)
+        b = a
+        for kind, k in ops:
+            b = b.set(k, object()) if kind == "set" else b.discard(k)
+        changed, removed = a.diff(b)
+        expected = dict(b.items())
+        before = dict(a.items())
+        assert changed == {k: v for k, v in expected.items() if before.get(k) is not v}
+        assert sorted(removed) == sorted(k for k in before if k not in expected)
+        applied = dict(before)
+        applied.update(changed)
+        for k in removed:
+            del applied[k]
+        assert applied == expected
+
+    def test_colliding_keys(self) -> None:
+        a: PersistentMap[Any, Any] = EMPTY
+        for i in range(40):
+            a = a.set(Collide(i), i)
+        b = a.set(Collide(3), "three").delete(Collide(7))
+        changed, removed = a.diff(b)
+        assert changed == {Collide(3): "three"}
+        assert removed == [Collide(7)]
+
+    def test_unrelated_maps_with_equal_contents_differ_only_by_identity(self) -> None:
+        value = object()
+        a = EMPTY.update(dict.fromkeys(range(100), value))
+        b = EMPTY.update(dict.fromkeys(range(100), value))
+        assert a.diff(b) == ({}, [])
+        assert a.diff(a) == ({}, [])
+
+    def test_one_write_in_a_large_map_visits_only_its_path(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        import lethe._map as module
+
+        a = EMPTY.update({i: i for i in range(10_000)})
+        b = a.set(10_000, "new").set(5, "five")
+        calls: list[Any] = []
+        real = module._items
+
+        def counted(node: Any) -> dict[Any, Any]:
+            calls.append(node)
+            return real(node)
+
+        monkeypatch.setattr(module, "_items", counted)
+        changed, removed = a.diff(b)
+        assert changed == {10_000: "new", 5: "five"}
+        assert removed == []
+        assert 0 < len(calls) <= 4  # the old and new leaf of each changed path, nothing else
