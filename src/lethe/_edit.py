@@ -66,7 +66,8 @@ class Edit(Generic[K, V]):
         added: dict[K, Entry[K, V]],
     ) -> None:
         """Many changes at once: remove ``removed``, put each ``(old, new)`` in place (the same
-        key and seq), add the entries of ``added`` (``{key: entry}``, absent keys).
+        key and seq, and the same place in the ranking: a summary added), add the entries of
+        ``added`` (``{key: entry}``, keys absent once ``removed`` are gone).
 
         O(m log n) for m changes, or O(n + m log m) when m is a sizeable fraction
         of the n entries: the map and ranking are rebuilt in bulk.

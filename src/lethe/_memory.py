@@ -12,6 +12,7 @@ from typing import Any, Generic, TypeVar, overload
 
 from lethe import _expiry, _forecast
 from lethe._btree import Tree
+from lethe._change import Change, between
 from lethe._clock import MAX_US, UTC, from_us, to_us, to_utc, utc_now
 from lethe._config import FIELDS, ONE_HOUR, Config, build
 from lethe._consolidate import find_groups, jaccard_words, merge_group
@@ -323,6 +324,30 @@ class Memory(_Version[K, V]):
 
     def _snapshot(self) -> Snapshot:
         return Snapshot(self._entries, self._next_key, self._next_seq, self._latest, self._latest_us)
+
+    def _changes(self, new: Memory[K, V]) -> Change:
+        """What turns this version into ``new`` (a version made from it), with what ``new`` reported."""
+        return between(self._snapshot(), new._snapshot(), new._evicted)
+
+    def _applied(self, change: Change) -> Memory[K, V]:
+        """This version with ``change`` applied: the version it was found from, rebuilt without
+        running the decay function or any hook.  O(m log n) for m changed entries.
+
+        Raises:
+            KeyError: a removed key this version does not hold (the change is not from it).
+        """
+        entries = self._entries
+        removed = [entries[key] for key in change.removed]
+        added: dict[Any, Entry[K, V]] = {}
+        for entry in change.written:
+            old = entries.get(entry.key)
+            if old is not None:  # out, then in: a rehearsal or a pin moves it in the ranking
+                removed.append(old)
+            added[entry.key] = entry
+        edit = self._edit()
+        edit.apply(removed, [], added)
+        new = self._version(edit, change.latest, change.latest_us, change.next_key, change.next_seq, change.evicted)
+        return new
 
     def _edit(self) -> Edit[K, V]:
         """An edit of this version's contents: every write makes its changes through one."""
