@@ -185,6 +185,25 @@ class Tree:
         """Every item, largest first (lazily)."""
         return _iter_desc(self._root, self._height) if self._root is not None else iter(())
 
+    def descending_below(self, probe: Probe) -> Iterator[Item]:
+        """Items below ``probe``, largest first (lazily): a seek past a run of equal sort keys."""
+        return _iter_desc_below(self._root, self._height, probe) if self._root is not None else iter(())
+
+    def ceiling(self, probe: Probe) -> Item | None:
+        """The smallest item at or above ``probe``; None if there is none.  O(log n)."""
+        node = self._root
+        if node is None:
+            return None
+        for _ in range(self._height):
+            highs = node[1]
+            i = bisect_left(highs, probe)
+            if i == len(highs):
+                return None
+            node = node[0][i]
+        j = bisect_left(node, probe)
+        found: Item | None = node[j] if j < len(node) else None
+        return found
+
     def ascending_from(self, probe: Probe) -> Iterator[Item]:
         """Items at or above ``probe``, smallest first (lazily)."""
         return _iter_from(self._root, self._height, probe) if self._root is not None else iter(())
@@ -224,6 +243,19 @@ def _iter_desc(node: Node, height: int) -> Iterator[Item]:
     else:
         for child in reversed(node[0]):
             yield from _iter_desc(child, height - 1)
+
+
+def _iter_desc_below(node: Node, height: int, probe: Probe) -> Iterator[Item]:
+    """Items < ``probe``, descending."""
+    if not height:
+        yield from reversed(node[: bisect_left(node, probe)])
+        return
+    i = bisect_left(node[1], probe)  # children before i lie wholly below probe
+    children = node[0]
+    if i < len(children):
+        yield from _iter_desc_below(children[i], height - 1, probe)
+    for child in reversed(children[:i]):
+        yield from _iter_desc(child, height - 1)
 
 
 def _iter_from(node: Node, height: int, probe: Probe) -> Iterator[Item]:
