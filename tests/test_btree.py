@@ -18,8 +18,11 @@ def _model_ops(ops: list[tuple[bool, float]], every: int = 1) -> None:
     for seq, (insert, key) in enumerate(ops):
         if insert or not model:
             item = (key, seq, f"v{seq}")
-            tree = tree.insert(item)
+            tree, before, after = tree.insert_beside(item)
             model = sorted([*model, item])
+            at = model.index(item)
+            assert before in (None, model[at - 1] if at else None)  # None: first in its leaf
+            assert after == (model[at + 1] if at + 1 < len(model) else None)
         else:
             victim = model[int(abs(key) * 7919) % len(model)]
             tree = tree.delete((victim[0], victim[1]))

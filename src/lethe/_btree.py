@@ -97,9 +97,17 @@ class Tree:
 
     def insert(self, item: Item) -> Tree:
         """A tree with ``item`` added (its ``(sort_key, seq)`` must be new)."""
+        return self.insert_beside(item)[0]
+
+    def insert_beside(self, item: Item) -> tuple[Tree, Item | None, Item | None]:
+        """:meth:`insert`, and the items beside ``item`` in its leaf: ``(tree, before, after)``.
+
+        ``before`` is None when ``item`` is first in its leaf (the item before it, if any, is
+        in another leaf); ``after`` is None only when ``item`` is the largest of the tree.
+        """
         node = self._root
         if node is None:
-            return self._make([item], 0, 1)
+            return self._make([item], 0, 1), None, None
         probe = (item[0], item[1])
         seq = item[1]
         path = []
@@ -111,7 +119,10 @@ class Tree:
             path.append((node, i))
             node = node[0][i]
         items = node.copy()
-        items.insert(bisect_right(items, probe), item)
+        j = bisect_right(items, probe)
+        items.insert(j, item)
+        before = items[j - 1] if j else None
+        after = items[j + 1] if j + 1 < len(items) else None
         sub = _pieces(items, True)
         leaf = True
         for branch, i in reversed(path):
@@ -134,7 +145,7 @@ class Tree:
         else:
             root = (sub, [_high(s, leaf) for s in sub], [_low(s, leaf) for s in sub])
             height += 1
-        return self._make(root, height, self._len + 1)
+        return self._make(root, height, self._len + 1), before, after
 
     def delete(self, probe: Probe) -> Tree:
         """A tree without the item at ``probe``; KeyError if there is none."""

@@ -143,17 +143,21 @@ class Order:
         if not (entry.accessed_us - origin) * self.rate_us <= _REBASE:  # also when origin is unset (NaN)
             return self.rebuilt([*self.entries(), entry], entry.accessed_us)
         k = self.key(entry)
-        keys = self.keys
+        keys, before, after = self.keys.insert_beside((k, entry.seq, entry))
         mixed = self.mixed
         if k not in mixed and abs(k) != _INF:
-            # A run of one group stays one as long as every newcomer scores as any member does.
-            near = keys.ceiling((k, -1))
+            # A run of one group stays one as long as every newcomer scores as any member does:
+            # compare with a member beside it (looked up only when the leaf cannot tell).
+            if before is not None and before[0] == k:
+                near: tuple[Any, ...] | None = before
+            elif after is not None and after[0] == k:
+                near = after
+            else:
+                near = self.keys.ceiling((k, -1)) if before is None and len(keys) > 1 else None
             if near is not None and near[0] == k and not _same(near[2], entry):
                 mixed = mixed | {k}
         most = self.max_importance
-        return self._with(
-            keys.insert((k, entry.seq, entry)), origin, most if most >= entry.importance else entry.importance, mixed
-        )
+        return self._with(keys, origin, most if most >= entry.importance else entry.importance, mixed)
 
     def remove(self, entry: Entry[Any, Any]) -> Order:
         """The index without ``entry`` (which it must hold)."""
