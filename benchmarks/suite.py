@@ -29,6 +29,7 @@ import tracemalloc
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from itertools import islice
 from operator import itemgetter
 from typing import Any
 
@@ -224,8 +225,56 @@ def lethe_cases(n: int, decay: str, ops_fast: int, ops_slow: int, rng: random.Ra
         Case(f"{prefix}.top10", "lethe", ops_slow, reader(lambda m: m.top(10)), "top(10)"),
         Case(f"{prefix}.active", "lethe", ops_slow, reader(Memory.active), "active()"),
         Case(f"{prefix}.evict", "lethe", ops_slow, reader(Memory.evict), "evict() (from the same base each time)"),
+        Case(f"{prefix}.next_eviction", "lethe", ops_slow, reader(Memory.next_eviction), "next_eviction()"),
         Case(f"{prefix}.put_many", "lethe", n, put_many, "put_many of n pairs into an empty memory (per entry)"),
         Case(f"{prefix}.put_chain", "lethe", n, put_chain, "n chained puts into an empty memory (per entry)"),
+    ]
+
+
+TIED_HALF_LIFE = timedelta(hours=1)
+
+
+def tied_cases(n: int, decay: str, ops_slow: int) -> list[Case]:
+    """A memory of one tie group: n entries loaded with ``put_many`` at one clock reading, read under a frozen
+    clock two half-lives later, when every entry scores exactly the eviction threshold (0.25)."""
+    clock = ManualClock(START)  # frozen: every reading is the same instant until set
+    loaded = Memory(
+        max_entries=n,
+        decay_fn=decay,
+        half_life=TIED_HALF_LIFE,
+        eviction_threshold=0.25,
+        summarize_threshold=0.25,
+        clock_fn=clock,
+    ).put_many((k, VALUE) for k in keys_for(n))
+    later = START + 2 * TIED_HALF_LIFE
+    new_keys = keys_for(ops_slow, "new")
+    slow_range = range(ops_slow)
+    prefix = f"lethe.{decay}.tied"
+
+    def put_full() -> int:
+        clock.set(START)  # the frozen clock of the load: every put joins the tie group
+        m = loaded
+        t0 = _now_ns()
+        for k in new_keys:
+            m = m.put(VALUE, key=k)
+        return _now_ns() - t0
+
+    def reader(method: Callable[[Memory[Any, Any]], object]) -> Callable[[], int]:
+        def run() -> int:
+            clock.set(later)
+            t0 = _now_ns()
+            for _ in slow_range:
+                method(loaded)
+            return _now_ns() - t0
+
+        return run
+
+    return [
+        Case(f"{prefix}.put_full", "lethe", ops_slow, put_full, "tie group: put at capacity, frozen clock"),
+        Case(f"{prefix}.top10", "lethe", ops_slow, reader(lambda m: m.top(10)), "tie group: top(10)"),
+        Case(f"{prefix}.iter10", "lethe", ops_slow, reader(lambda m: list(islice(m, 10))), "tie group: first 10"),
+        Case(f"{prefix}.evict", "lethe", ops_slow, reader(Memory.evict), "tie group at the threshold: evict()"),
+        Case(f"{prefix}.next_eviction", "lethe", ops_slow, reader(Memory.next_eviction), "tie group: next_eviction()"),
     ]
 
 
@@ -519,6 +568,8 @@ def setup_size(
     setup = SizeSetup(n)
     for decay in decays:
         setup.cases += lethe_cases(n, decay, ops_fast, ops_slow, rng)
+        if decay == DECAYS[0]:  # indexed: the tie group is its worst layout (a scan does not care)
+            setup.cases += tied_cases(n, decay, ops_slow)
         if measure_memory:
             setup.memory[f"lethe.{decay}"] = lethe_memory_per_entry(n, decay)
         if measure_memory and decay == DECAYS[0]:

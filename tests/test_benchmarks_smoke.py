@@ -46,6 +46,9 @@ def test_lethe_cases_present(result: dict) -> None:
     for decay in ("exponential", "actr"):
         for op in LETHE_OPS:
             assert f"lethe.{decay}.{op}" in cases
+    for op in ("put_full", "top10", "iter10", "evict", "next_eviction"):
+        assert f"lethe.exponential.tied.{op}" in cases  # the tie group: one layout, indexed decay only
+    assert "lethe.exponential.next_eviction" in cases
     for name in ("map.set", "map.get", "dict.get", "dict.set", "dict.cow_set"):
         assert name in cases
     for name in ("floor.score_sorted", "floor.nlargest10", "floor.scan_min"):

@@ -18,8 +18,11 @@ def _model_ops(ops: list[tuple[bool, float]], every: int = 1) -> None:
     for seq, (insert, key) in enumerate(ops):
         if insert or not model:
             item = (key, seq, f"v{seq}")
-            tree = tree.insert(item)
+            tree, before, after = tree.insert_beside(item)
             model = sorted([*model, item])
+            at = model.index(item)
+            assert before in (None, model[at - 1] if at else None)  # None: first in its leaf
+            assert after == (model[at + 1] if at + 1 < len(model) else None)
         else:
             victim = model[int(abs(key) * 7919) % len(model)]
             tree = tree.delete((victim[0], victim[1]))
@@ -38,6 +41,13 @@ def _model_ops(ops: list[tuple[bool, float]], every: int = 1) -> None:
                 assert t.earliest((lo, -1), (bound, -1)) == expected
             assert list(t.ascending_from((bound, -1))) == [i for i in m if i[0] >= bound]
             assert t.at_least((bound, -1)) == [i for i in m if i[0] >= bound]
+        # Seeks past a run of equal keys, both ways, at every key the tree holds.
+        for key in {i[0] for i in m[:: max(1, len(m) // 7)]} | {-1e9, 1e9}:
+            for seq in (-1, float("inf")):
+                probe = (key, seq)
+                above = [i for i in m if (i[0], i[1]) >= probe]
+                assert t.ceiling(probe) == (above[0] if above else None)
+                assert list(t.descending_below(probe)) == [i for i in m if (i[0], i[1]) < probe][::-1]
 
 
 @given(st.lists(st.tuples(st.booleans(), st.floats(-1, 1, allow_nan=False)), max_size=300))
@@ -69,3 +79,8 @@ def test_bulk_load_equals_inserts() -> None:
     assert bulk.earliest((-1.0, -1), (5.0, -1)) == (0.0, 0, 0)
     assert bulk.earliest((5.0, -1), (6.0, -1)) == (5.0, 5, 5)
     assert len(bulk.delete((0.0, 0))) == 2999
+    # Runs of 230 equal keys, skipped in one seek each way.
+    assert bulk.ceiling((5.0, float("inf"))) == (6.0, 6, 6)
+    assert bulk.ceiling((12.0, float("inf"))) is None
+    assert next(bulk.descending_below((5.0, -1))) == (4.0, 2994, 2994)
+    assert list(bulk.descending_below((0.0, -1))) == []

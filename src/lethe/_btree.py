@@ -97,9 +97,17 @@ class Tree:
 
     def insert(self, item: Item) -> Tree:
         """A tree with ``item`` added (its ``(sort_key, seq)`` must be new)."""
+        return self.insert_beside(item)[0]
+
+    def insert_beside(self, item: Item) -> tuple[Tree, Item | None, Item | None]:
+        """:meth:`insert`, and the items beside ``item`` in its leaf: ``(tree, before, after)``.
+
+        ``before`` is None when ``item`` is first in its leaf (the item before it, if any, is
+        in another leaf); ``after`` is None only when ``item`` is the largest of the tree.
+        """
         node = self._root
         if node is None:
-            return self._make([item], 0, 1)
+            return self._make([item], 0, 1), None, None
         probe = (item[0], item[1])
         seq = item[1]
         path = []
@@ -111,7 +119,10 @@ class Tree:
             path.append((node, i))
             node = node[0][i]
         items = node.copy()
-        items.insert(bisect_right(items, probe), item)
+        j = bisect_right(items, probe)
+        items.insert(j, item)
+        before = items[j - 1] if j else None
+        after = items[j + 1] if j + 1 < len(items) else None
         sub = _pieces(items, True)
         leaf = True
         for branch, i in reversed(path):
@@ -134,7 +145,7 @@ class Tree:
         else:
             root = (sub, [_high(s, leaf) for s in sub], [_low(s, leaf) for s in sub])
             height += 1
-        return self._make(root, height, self._len + 1)
+        return self._make(root, height, self._len + 1), before, after
 
     def delete(self, probe: Probe) -> Tree:
         """A tree without the item at ``probe``; KeyError if there is none."""
@@ -185,6 +196,25 @@ class Tree:
         """Every item, largest first (lazily)."""
         return _iter_desc(self._root, self._height) if self._root is not None else iter(())
 
+    def descending_below(self, probe: Probe) -> Iterator[Item]:
+        """Items below ``probe``, largest first (lazily): a seek past a run of equal sort keys."""
+        return _iter_desc_below(self._root, self._height, probe) if self._root is not None else iter(())
+
+    def ceiling(self, probe: Probe) -> Item | None:
+        """The smallest item at or above ``probe``; None if there is none.  O(log n)."""
+        node = self._root
+        if node is None:
+            return None
+        for _ in range(self._height):
+            highs = node[1]
+            i = bisect_left(highs, probe)
+            if i == len(highs):
+                return None
+            node = node[0][i]
+        j = bisect_left(node, probe)
+        found: Item | None = node[j] if j < len(node) else None
+        return found
+
     def ascending_from(self, probe: Probe) -> Iterator[Item]:
         """Items at or above ``probe``, smallest first (lazily)."""
         return _iter_from(self._root, self._height, probe) if self._root is not None else iter(())
@@ -224,6 +254,19 @@ def _iter_desc(node: Node, height: int) -> Iterator[Item]:
     else:
         for child in reversed(node[0]):
             yield from _iter_desc(child, height - 1)
+
+
+def _iter_desc_below(node: Node, height: int, probe: Probe) -> Iterator[Item]:
+    """Items < ``probe``, descending."""
+    if not height:
+        yield from reversed(node[: bisect_left(node, probe)])
+        return
+    i = bisect_left(node[1], probe)  # children before i lie wholly below probe
+    children = node[0]
+    if i < len(children):
+        yield from _iter_desc_below(children[i], height - 1, probe)
+    for child in reversed(children[:i]):
+        yield from _iter_desc(child, height - 1)
 
 
 def _iter_from(node: Node, height: int, probe: Probe) -> Iterator[Item]:

@@ -970,7 +970,8 @@ class Memory(_Version[K, V]):
         changed = bool(gone)
         if self._config.summarize_fn is not None:
             limit = self._config.summarize_threshold
-            candidates = [e for e in edit.ranking.below(edit.entries, limit, now_us) if not e.summarized]
+            below = edit.ranking.below(edit.entries, self._config.scorer, limit, now, now_us)
+            candidates = [e for e in below if not e.summarized]
             values = self._config.scorer.many(candidates, now, now_us)
             for entry, v in sorted(zip(candidates, values), key=lambda p: p[0].seq):
                 if clamp(v) < limit:
@@ -999,7 +1000,9 @@ class Memory(_Version[K, V]):
         entries = self._entries
         summarize_below = self._config.summarize_threshold if self._config.summarize_fn is not None else -1.0
         evict_below = self._config.eviction_threshold
-        candidates = self._ranking.below(entries, max(summarize_below, evict_below), now_us)
+        candidates = self._ranking.below(
+            entries, self._config.scorer, max(summarize_below, evict_below), now, now_us
+        )
         due = _expiry.due(self._deadlines, now_us) if self._deadlines else None
         if due:  # past their deadline, whatever their score
             seen = {e.seq for e in candidates}

@@ -25,6 +25,18 @@ Multiplied by a large importance, that absolute error becomes
 whose keys are far apart.  So every bound also widens by ``_noise``: the
 largest importance the index holds (never lowered by a removal, so it stays
 an upper bound) times 2**-1073.
+
+Tie groups.  Entries with the same importance and the same last access (a
+``put_many`` batch, a frozen or coarse clock) have the same key and exactly
+the same score: the decay function sees nothing else of them.  In the tree
+they form one run of equal keys ordered by seq, which every query takes as
+one candidate: one score call, then a seek past the run (O(log n)) or its
+members in seq order, as the rank order wants them (the earliest put is the
+lowest, the latest put ranks first).  Different entries can round to one key
+too, though; the keys where that ever happened are kept in ``mixed`` (noted on
+every add, recomputed on a rebuild, never cleared by a removal, so a superset)
+and their runs are scored entry by entry, as before.  Importance 0 scores 0.0
+whatever the access: the run at ``-inf`` is always one group.
 """
 
 from __future__ import annotations
@@ -34,13 +46,14 @@ from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from heapq import heappop, heappush
-from itertools import islice
+from itertools import chain, compress, islice
+from operator import eq, itemgetter
 from typing import Any
 
 from lethe._btree import Tree
 from lethe._entry import Entry
 from lethe._map import PersistentMap
-from lethe._scoring import Scorer
+from lethe._scoring import Scorer, clamp
 
 _INF = math.inf
 _LOWEST = (-_INF, -1)
@@ -55,10 +68,26 @@ _UNDERFLOW = -746.0
 _TINY = 2.0**-1073
 
 Entries = PersistentMap[Any, Entry[Any, Any]]
+_KEY = itemgetter(0)
+_NONE: frozenset[float] = frozenset()
 
 
 def _exp(x: float) -> float:
     return math.exp(x) if x < 709.0 else _INF
+
+
+def _same(a: Entry[Any, Any], b: Entry[Any, Any]) -> bool:
+    """Whether the decay function scores ``a`` and ``b`` alike: the same importance and last access."""
+    return a.importance == b.importance and a.accessed_us == b.accessed_us
+
+
+def _mixed(items: list[tuple[float, int, Entry[Any, Any]]]) -> frozenset[float]:
+    """The keys that sorted ``items`` share between entries that do not score alike."""
+    keys = list(map(_KEY, items))
+    dups = compress(range(1, len(keys)), map(eq, keys, islice(keys, 1, None)))
+    return frozenset(
+        k for i in dups if abs(k := keys[i]) != _INF and not _same(items[i - 1][2], items[i][2])
+    )
 
 
 def _slack(c: float) -> float:
@@ -70,25 +99,28 @@ class Order:
     """The ranking strategy of a decay function with one rate for every entry: an immutable
     ``(key, seq)`` index of a memory's entries (see ``_ranking.Ranking``)."""
 
-    __slots__ = ("keys", "max_importance", "origin_us", "rate_us")
+    __slots__ = ("keys", "max_importance", "mixed", "origin_us", "rate_us")
 
     keys: Tree
     origin_us: float
     rate_us: float
     max_importance: float
+    mixed: frozenset[float]  # keys whose run may hold entries that do not score alike
 
     def __init__(self, rate_us: float, origin_us: float = math.nan) -> None:
         self.rate_us = rate_us
         self.origin_us = origin_us
         self.max_importance = 0.0
         self.keys = Tree()
+        self.mixed = _NONE
 
-    def _with(self, keys: Tree, origin_us: float, max_importance: float) -> Order:
+    def _with(self, keys: Tree, origin_us: float, max_importance: float, mixed: frozenset[float]) -> Order:
         new: Order = object.__new__(Order)
         new.rate_us = self.rate_us
         new.origin_us = origin_us
         new.max_importance = max_importance
         new.keys = keys
+        new.mixed = mixed
         return new
 
     @property
@@ -110,14 +142,27 @@ class Order:
         origin = self.origin_us
         if not (entry.accessed_us - origin) * self.rate_us <= _REBASE:  # also when origin is unset (NaN)
             return self.rebuilt([*self.entries(), entry], entry.accessed_us)
-        keys = self.keys.insert((self.key(entry), entry.seq, entry))
+        k = self.key(entry)
+        keys, before, after = self.keys.insert_beside((k, entry.seq, entry))
+        mixed = self.mixed
+        if k not in mixed and abs(k) != _INF:
+            # A run of one group stays one as long as every newcomer scores as any member does:
+            # compare with a member beside it (looked up only when the leaf cannot tell).
+            if before is not None and before[0] == k:
+                near: tuple[Any, ...] | None = before
+            elif after is not None and after[0] == k:
+                near = after
+            else:
+                near = self.keys.ceiling((k, -1)) if before is None and len(keys) > 1 else None
+            if near is not None and near[0] == k and not _same(near[2], entry):
+                mixed = mixed | {k}
         most = self.max_importance
-        return self._with(keys, origin, most if most >= entry.importance else entry.importance)
+        return self._with(keys, origin, most if most >= entry.importance else entry.importance, mixed)
 
     def remove(self, entry: Entry[Any, Any]) -> Order:
         """The index without ``entry`` (which it must hold)."""
         keys = self.keys.delete((self.key(entry), entry.seq))
-        return self._with(keys, self.origin_us, self.max_importance)
+        return self._with(keys, self.origin_us, self.max_importance, self.mixed)
 
     def swap(self, old: Entry[Any, Any], new: Entry[Any, Any]) -> Order:
         """The index with ``old`` replaced by ``new``."""
@@ -130,6 +175,7 @@ class Order:
         items = sorted((key(e), e.seq, e) for e in entries)
         new.keys = Tree(items)
         new.max_importance = max((e.importance for _, _, e in items), default=0.0)
+        new.mixed = _mixed(items)
         return new
 
     def edited(
@@ -146,7 +192,13 @@ class Order:
             return self.rebuilt([replaced.get(e.seq, e) for e in kept] + added, latest)
 
         items = self.keys.to_list()
+        mixed = self.mixed
         if replaced:
+            # A replacement keeps its key; should it not score as its old self, its run may be mixed now.
+            olds = {item[1]: item for item in items if item[1] in replaced}
+            changed = {k for seq, (k, _, old) in olds.items() if abs(k) != _INF and not _same(old, replaced[seq])}
+            if changed:
+                mixed = mixed | changed
             keys = [
                 item if (seq := item[1]) not in replaced else (item[0], seq, replaced[seq])
                 for item in items
@@ -159,7 +211,8 @@ class Order:
         if added:
             keys += sorted((key(e), e.seq, e) for e in added)
             keys.sort()  # two sorted runs: merged in linear time
-        return self._with(Tree(keys), self.origin_us, max(self.max_importance, most))
+            mixed = mixed | _mixed(keys)
+        return self._with(Tree(keys), self.origin_us, max(self.max_importance, most), mixed)
 
     def entries(self) -> Iterator[Entry[Any, Any]]:
         """Every entry, in no particular order."""
@@ -177,20 +230,42 @@ class Order:
         c = self._c(now_us)
         slack = _slack(c)
         noise = self._noise
-        heap: list[tuple[float, int, Entry[Any, Any]]] = []
-        for k, seq, entry in self.keys.descending():
+        mixed = self.mixed
+        # (-value, -seq, entry, the rest of its tie group or None): the candidates not yet yielded.
+        heap: list[tuple[float, int, Entry[Any, Any], Iterator[Entry[Any, Any]] | None]] = []
+        items = self.keys.descending()
+        item = next(items, None)
+        while item is not None:
+            k, seq, entry = item
             if k == _INF:
                 yield entry
+                item = next(items, None)
                 continue
             if heap:
                 best_possible = _exp(k - c + slack) + noise  # no entry from here on ranks higher
                 while heap and -heap[0][0] > best_possible:
-                    yield heappop(heap)[2]
-            if (deadline := entry.expires_us) is not None and now_us >= deadline:
+                    value, _, top, rest = heappop(heap)
+                    yield top
+                    if rest is not None and (following := next(rest, None)) is not None:
+                        heappush(heap, (value, -following.seq, following, rest))
+            following_item = next(items, None)
+            if following_item is None or following_item[0] != k or k in mixed:
+                if (deadline := entry.expires_us) is None or now_us < deadline:
+                    heappush(heap, (-unclamped(entry, now, now_us), -seq, entry, None))
+                item = following_item
                 continue
-            heappush(heap, (-unclamped(entry, now, now_us), -seq, entry))
+            # A tie group: one score for all, its members merged in latest put first; the search seeks past it.
+            group = _unexpired(k, now_us, (item, following_item), items)
+            first = next(group, None)
+            if first is not None:
+                heappush(heap, (-unclamped(first, now, now_us), -first.seq, first, group))
+            items = self.keys.descending_below((k, -1))
+            item = next(items, None)
         while heap:
-            yield heappop(heap)[2]
+            value, _, top, rest = heappop(heap)
+            yield top
+            if rest is not None and (following := next(rest, None)) is not None:
+                heappush(heap, (value, -following.seq, following, rest))
 
     def top(self, entries: Entries, scorer: Scorer, n: int, now: datetime, now_us: float) -> list[Entry[Any, Any]]:
         """The first ``n`` entries of :meth:`ranked`."""
@@ -209,7 +284,12 @@ class Order:
         if zero is not None:
             best = (0.0, zero[1], zero[2])
         noise = self._noise
-        for k, seq, entry in self.keys.ascending_from(start):
+        mixed = self.mixed
+        keys = self.keys
+        items = keys.ascending_from(start)
+        item = next(items, None)
+        while item is not None:
+            k, seq, entry = item
             if k == _INF:
                 break
             if _exp(k - c - slack) - noise > best[0]:  # no entry from here on ranks lower
@@ -217,6 +297,11 @@ class Order:
             s = unclamped(entry, now, now_us)
             if s < best[0] or (s == best[0] and seq < best[1]):
                 best = (s, seq, entry)
+            item = next(items, None)
+            if item is not None and item[0] == k and k not in mixed:
+                # The rest of a tie group scores s too and was put later: seek past it.
+                items = keys.ascending_from((k, _INF))
+                item = next(items, None)
         return best[2]
 
     def at_least(
@@ -235,24 +320,54 @@ class Order:
         n = len(items) - i
         return found[:n], found[n:]
 
-    def below(self, entries: Entries, limit: float, now_us: float) -> list[Entry[Any, Any]]:
-        """Unpinned entries that may score below ``limit`` (a superset; no order)."""
-        found: dict[int, Entry[Any, Any]] = {}
+    def below(
+        self, entries: Entries, scorer: Scorer, limit: float, now: datetime, now_us: float
+    ) -> list[Entry[Any, Any]]:
+        """Unpinned entries that may score below ``limit`` (a superset; no order).
+
+        A tie group near the bound is scored once, and left out whole if it is
+        not below (expiry aside: the memory sees to expired entries itself).
+        """
+        found: list[Entry[Any, Any]] = []
         if limit > 0.0:
             c = self._c(now_us)
-            bound = math.log(limit + self._noise) + c + _slack(c)
-            for k, seq, entry in self.keys.ascending_from(_LOWEST):
+            slack = _slack(c)
+            noise = self._noise
+            bound = math.log(limit + noise) + c + slack
+            mixed = self.mixed
+            keys = self.keys
+            raw = scorer.raw
+            items = keys.ascending_from(_LOWEST)
+            item = next(items, None)
+            while item is not None:
+                k, _, entry = item
                 if k >= bound:
                     break
-                found[seq] = entry
-        return list(found.values())
+                found.append(entry)
+                item = next(items, None)
+                if (
+                    item is not None
+                    and item[0] == k
+                    and k not in mixed
+                    and not _exp(k - c + slack) + noise < limit  # not certainly below: score the group
+                    and not clamp(raw(entry, now, now_us) * entry.importance) < limit
+                ):
+                    found.pop()
+                    items = keys.ascending_from((k, _INF))
+                    item = next(items, None)
+        return found
 
     def soonest(self, entries: Entries) -> list[Entry[Any, Any]]:
         """The unpinned entries that may fall below any threshold first: the lowest keys
-        (within rounding of each other)."""
+        (within rounding of each other), one of each tie group."""
         out: list[Entry[Any, Any]] = []
         first_key: float | None = None
-        for k, _, entry in self.keys.ascending_from(_LOWEST):
+        mixed = self.mixed
+        keys = self.keys
+        items = keys.ascending_from(_LOWEST)
+        item = next(items, None)
+        while item is not None:
+            k, _, entry = item
             if k == _INF:
                 break
             if first_key is None:
@@ -262,4 +377,19 @@ class Order:
             out.append(entry)
             if first_key == -_INF:
                 break
+            item = next(items, None)
+            if item is not None and item[0] == k and k not in mixed:  # the rest of a tie group falls with it
+                items = keys.ascending_from((k, _INF))
+                item = next(items, None)
         return out
+
+
+def _unexpired(
+    k: float, now_us: float, head: tuple[tuple[Any, ...], ...], tail: Iterator[tuple[Any, ...]]
+) -> Iterator[Entry[Any, Any]]:
+    """The unexpired entries of the run at key ``k`` (``head``, then ``tail`` while its key is ``k``)."""
+    for key, _, entry in chain(head, tail):
+        if key != k:
+            return
+        if (deadline := entry.expires_us) is None or now_us < deadline:
+            yield entry

@@ -65,8 +65,11 @@ class Ranking(Protocol):
     ) -> tuple[list[Entry[Any, Any]], list[Entry[Any, Any]]]:
         """``(pinned, unpinned)``; the unpinned ones may score ``limit`` or more (a superset)."""
 
-    def below(self, entries: Entries, limit: float, now_us: float) -> list[Entry[Any, Any]]:
-        """Unpinned entries that may score below ``limit`` (a superset)."""
+    def below(
+        self, entries: Entries, scorer: Scorer, limit: float, now: datetime, now_us: float
+    ) -> list[Entry[Any, Any]]:
+        """Unpinned entries that may score below ``limit`` (a superset; the memory scores them
+        and sees to expired entries itself)."""
 
     def lowest(self, entries: Entries, scorer: Scorer, now: datetime, now_us: float) -> Entry[Any, Any] | None:
         """The unpinned entry ranking last (earliest put among equals); None if every entry is pinned."""
@@ -118,14 +121,16 @@ class Scan:
         pinned = [e for e in everything if e.pinned]
         return pinned, ([e for e in everything if not e.pinned] if pinned else everything)
 
-    def below(self, entries: Entries, limit: float, now_us: float) -> list[Entry[Any, Any]]:
+    def below(
+        self, entries: Entries, scorer: Scorer, limit: float, now: datetime, now_us: float
+    ) -> list[Entry[Any, Any]]:
         return [e for e in entries.to_list() if not e.pinned]
 
     def lowest(self, entries: Entries, scorer: Scorer, now: datetime, now_us: float) -> Entry[Any, Any] | None:
         return scorer.lowest(entries.to_list(), now, now_us)
 
     def soonest(self, entries: Entries) -> list[Entry[Any, Any]]:
-        return self.below(entries, 0.0, 0.0)
+        return [e for e in entries.to_list() if not e.pinned]
 
     def __repr__(self) -> str:
         return "Scan()"
