@@ -234,33 +234,37 @@ class Order:
         # (-value, -seq, entry, the rest of its tie group or None): the candidates not yet yielded.
         heap: list[tuple[float, int, Entry[Any, Any], Iterator[Entry[Any, Any]] | None]] = []
         items = self.keys.descending()
-        item = next(items, None)
-        while item is not None:
-            k, seq, entry = item
-            if k == _INF:
-                yield entry
-                item = next(items, None)
-                continue
-            if heap:
-                best_possible = _exp(k - c + slack) + noise  # no entry from here on ranks higher
-                while heap and -heap[0][0] > best_possible:
-                    value, _, top, rest = heappop(heap)
-                    yield top
-                    if rest is not None and (following := next(rest, None)) is not None:
-                        heappush(heap, (value, -following.seq, following, rest))
-            following_item = next(items, None)
-            if following_item is None or following_item[0] != k or k in mixed:
-                if (deadline := entry.expires_us) is None or now_us < deadline:
-                    heappush(heap, (-unclamped(entry, now, now_us), -seq, entry, None))
-                item = following_item
-                continue
-            # A tie group: one score for all, its members merged in latest put first; the search seeks past it.
-            group = _unexpired(k, now_us, (item, following_item), items)
-            first = next(group, None)
-            if first is not None:
-                heappush(heap, (-unclamped(first, now, now_us), -first.seq, first, group))
-            items = self.keys.descending_below((k, -1))
-            item = next(items, None)
+        last_key, last_value = _INF, 0.0  # the key and value of the entry pushed last
+        while True:
+            # A plain loop while keys differ; a second entry at the last key starts a tie group.
+            for k, seq, entry in items:
+                if k == _INF:
+                    yield entry
+                    continue
+                if k == last_key and k not in mixed:
+                    # The rest of the run scores as the entry before it: its members join the heap
+                    # lazily, latest put first, and the search seeks past the run.
+                    group = _unexpired(k, now_us, ((k, seq, entry),), items)
+                    first = next(group, None)
+                    if first is not None:
+                        heappush(heap, (last_value, -first.seq, first, group))
+                    items = self.keys.descending_below((k, -1))
+                    last_key = _INF
+                    break
+                if heap:
+                    best_possible = _exp(k - c + slack) + noise  # no entry from here on ranks higher
+                    while heap and -heap[0][0] > best_possible:
+                        value, _, top, rest = heappop(heap)
+                        yield top
+                        if rest is not None and (following := next(rest, None)) is not None:
+                            heappush(heap, (value, -following.seq, following, rest))
+                if (deadline := entry.expires_us) is not None and now_us >= deadline:
+                    last_key = _INF
+                    continue
+                last_key, last_value = k, -unclamped(entry, now, now_us)
+                heappush(heap, (last_value, -seq, entry, None))
+            else:
+                break
         while heap:
             value, _, top, rest = heappop(heap)
             yield top
@@ -287,21 +291,23 @@ class Order:
         mixed = self.mixed
         keys = self.keys
         items = keys.ascending_from(start)
-        item = next(items, None)
-        while item is not None:
-            k, seq, entry = item
-            if k == _INF:
+        last_key = _INF
+        while True:
+            for k, seq, entry in items:
+                if k == _INF:
+                    return best[2]
+                if k == last_key and k not in mixed:
+                    # The rest of a tie group scores as its first member and was put later: seek past it.
+                    items = keys.ascending_from((k, _INF))
+                    break
+                if _exp(k - c - slack) - noise > best[0]:  # no entry from here on ranks lower
+                    return best[2]
+                s = unclamped(entry, now, now_us)
+                if s < best[0] or (s == best[0] and seq < best[1]):
+                    best = (s, seq, entry)
+                last_key = k
+            else:
                 break
-            if _exp(k - c - slack) - noise > best[0]:  # no entry from here on ranks lower
-                break
-            s = unclamped(entry, now, now_us)
-            if s < best[0] or (s == best[0] and seq < best[1]):
-                best = (s, seq, entry)
-            item = next(items, None)
-            if item is not None and item[0] == k and k not in mixed:
-                # The rest of a tie group scores s too and was put later: seek past it.
-                items = keys.ascending_from((k, _INF))
-                item = next(items, None)
         return best[2]
 
     def at_least(
