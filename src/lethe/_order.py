@@ -145,17 +145,19 @@ class Order:
         k = self.key(entry)
         keys, before, after = self.keys.insert_beside((k, entry.seq, entry))
         mixed = self.mixed
-        if k not in mixed and abs(k) != _INF:
-            # A run of one group stays one as long as every newcomer scores as any member does:
-            # compare with a member beside it (looked up only when the leaf cannot tell).
-            if before is not None and before[0] == k:
-                near: tuple[Any, ...] | None = before
-            elif after is not None and after[0] == k:
-                near = after
-            else:
-                near = self.keys.ceiling((k, -1)) if before is None and len(keys) > 1 else None
-            if near is not None and near[0] == k and not _same(near[2], entry):
-                mixed = mixed | {k}
+        # A run of one group stays one as long as every newcomer scores as any member does:
+        # compare with a member beside it (looked up only when the leaf cannot tell).  Most
+        # newcomers have a key of their own, which the leaf shows: nothing more to do.
+        if before is not None and before[0] == k:
+            near: tuple[Any, ...] | None = before
+        elif after is not None and after[0] == k:
+            near = after
+        elif before is None and len(keys) > 1:
+            near = self.keys.ceiling((k, -1))
+        else:
+            near = None
+        if near is not None and near[0] == k and abs(k) != _INF and k not in mixed and not _same(near[2], entry):
+            mixed = mixed | {k}
         most = self.max_importance
         return self._with(keys, origin, most if most >= entry.importance else entry.importance, mixed)
 
