@@ -253,8 +253,8 @@ class Shared(Generic[K, V]):
         >>> shared = Shared(InMemoryStore(), "notes", Memory(max_entries=1))
         >>> _ = shared.update(lambda m: m.put("old", key="a"))
         >>> _ = shared.update(lambda m: m.put("new", key="b"))
-        >>> [(v, [e.key for e in gone]) for v, gone in shared.evictions(since=0)]
-        [(2, ['a'])]
+        >>> {v: tuple(e.key for e in gone) for v, gone in shared.evictions(since=0)}
+        {2: ('a',)}
         """
         if type(since) is not int or since < 0:
             raise ValueError(f"since must be an int >= 0, got {since!r}")
