@@ -19,9 +19,9 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS memories (name TEXT PRIMARY KEY, config TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS checkpoints (name TEXT NOT NULL, version INTEGER NOT NULL,"
-    " snapshot TEXT NOT NULL, PRIMARY KEY (name, version)) WITHOUT ROWID",
+    " snapshot TEXT NOT NULL, PRIMARY KEY (name, version))",
     "CREATE TABLE IF NOT EXISTS log (name TEXT NOT NULL, version INTEGER NOT NULL,"
-    " record TEXT NOT NULL, PRIMARY KEY (name, version)) WITHOUT ROWID",
+    " record TEXT NOT NULL, PRIMARY KEY (name, version))",
 )
 _TABLES = frozenset({"meta", "memories", "checkpoints", "log"})
 
