@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
+from lethe._change import Change
 from lethe._clock import to_us, utc_now
 from lethe._config import ONE_HOUR, Config, build, unchosen_half_life
 from lethe._entry import Entry, check_importance, evolve, freeze_metadata, make_entry
@@ -461,3 +462,62 @@ def memory_from_dict(
                 stacklevel=3,
             )
     return cfg, Snapshot(entries, next_key, next_seq, latest, latest_us)
+
+
+# -- changes (the records of lethe.store's log) -------------------------------------------
+
+_CHANGE_FIELDS = frozenset({"written", "removed", "next_key", "next_seq", "latest", "evicted"})
+
+
+def change_to_dict(change: Change, decay_fn: Any) -> dict[str, Any]:
+    """A :class:`~lethe._change.Change` as JSON types (the entries as :func:`entry_to_dict` writes them).
+
+    Raises:
+        ValueError: a key JSON cannot carry with its type (see :func:`entry_to_dict`).
+    """
+    removed = []
+    for key in change.removed:
+        try:
+            removed.append(_encode_key(key))
+        except _Unwritable:
+            raise ValueError(f"key {_short(key)}: cannot be saved exactly") from None
+    latest = change.latest
+    return {
+        "written": [entry_to_dict(e, decay_fn) for e in change.written],
+        "removed": removed,
+        "next_key": change.next_key,
+        "next_seq": change.next_seq,
+        "latest": None if latest is None else latest.isoformat(),
+        "evicted": [entry_to_dict(e, decay_fn) for e in change.evicted],
+    }
+
+
+def change_from_dict(data: Any, decay_fn: Any, *, evicted: bool = True) -> Change:
+    """The :class:`~lethe._change.Change` :func:`change_to_dict` wrote, checked field by field.
+
+    ``evicted=False`` skips decoding the evicted entries (a replica applying the
+    change does not need them).
+
+    Raises:
+        ValueError: ``data`` is malformed (the message names the field).
+    """
+    if not isinstance(data, Mapping):
+        raise ValueError(f"change: expected an object, got {type(data).__name__}")
+    _exact(data, _CHANGE_FIELDS, "change.")
+    for name in ("written", "removed", "evicted"):
+        if not isinstance(data[name], list):
+            raise ValueError(f"change.{name}: expected a list, got {type(data[name]).__name__}")
+    written = tuple(_entry(raw, i, decay_fn, True) for i, raw in enumerate(data["written"]))
+    removed = tuple(_key(raw, f"change.removed[{i}]") for i, raw in enumerate(data["removed"]))
+    gone = tuple(_entry(raw, i, decay_fn, True) for i, raw in enumerate(data["evicted"])) if evicted else ()
+    raw_latest = data["latest"]
+    latest, latest_us = (None, -math.inf) if raw_latest is None else _time(raw_latest, "change.latest")
+    return Change(
+        written,
+        removed,
+        _int(data["next_key"], "change.next_key"),
+        _int(data["next_seq"], "change.next_seq"),
+        latest,
+        latest_us,
+        gone,
+    )

@@ -1,0 +1,82 @@
+"""An engine that keeps everything in this process's memory: for tests and single-process use."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+
+@dataclass
+class _Named:
+    config: str
+    checkpoints: dict[int, str]
+    log: dict[int, str] = field(default_factory=dict)
+
+    def latest(self) -> int:
+        return max(max(self.log, default=0), max(self.checkpoints))
+
+
+class InMemoryStore:
+    """A :class:`~lethe.store.Store` held in a dict, guarded by a lock.
+
+    It behaves as :class:`~lethe.store.SQLiteStore` does (compare-and-swap
+    appends, checkpoints, compaction) but lasts as long as the object: share
+    it between threads of one process, not between processes.
+
+    >>> from lethe import Memory
+    >>> from lethe.store import InMemoryStore, Shared
+    >>> shared = Shared(InMemoryStore(), "notes", Memory())
+    >>> shared.update(lambda m: m.put("v", key="k")).peek("k").value, shared.version
+    ('v', 1)
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._names: dict[str, _Named] = {}
+
+    def open(self, name: str, config: str, snapshot: str) -> str:
+        """See :meth:`lethe.store.Store.open`."""
+        with self._lock:
+            named = self._names.setdefault(name, _Named(config, {0: snapshot}))
+            return named.config
+
+    def read(self, name: str, after: int, upto: int | None = None) -> Sequence[tuple[int, str]]:
+        """See :meth:`lethe.store.Store.read`."""
+        with self._lock:
+            log = self._names[name].log
+            return [(v, log[v]) for v in sorted(log) if v > after and (upto is None or v <= upto)]
+
+    def append(self, name: str, version: int, record: str) -> bool:
+        """See :meth:`lethe.store.Store.append`."""
+        with self._lock:
+            named = self._names[name]
+            if named.latest() != version - 1:
+                return False
+            named.log[version] = record
+            return True
+
+    def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str]:
+        """See :meth:`lethe.store.Store.checkpoint`."""
+        with self._lock:
+            checkpoints = self._names[name].checkpoints
+            found = [v for v in checkpoints if at_most is None or v <= at_most]
+            if not found:
+                raise KeyError(at_most)
+            version = max(found)
+            return version, checkpoints[version]
+
+    def compact(self, name: str, version: int, snapshot: str, min_gap: int) -> bool:
+        """See :meth:`lethe.store.Store.compact`."""
+        with self._lock:
+            named = self._names[name]
+            if version - max(named.checkpoints) < min_gap or version not in named.log:
+                return False
+            named.checkpoints[version] = snapshot
+            kept = sorted(named.checkpoints)[-2:]
+            named.checkpoints = {v: named.checkpoints[v] for v in kept}
+            named.log = {v: r for v, r in named.log.items() if v > kept[0]}
+            return True
+
+    def close(self) -> None:
+        """Nothing to release."""

@@ -1,0 +1,293 @@
+"""The default engine: one SQLite file, many named memories, shared by the processes of one host."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import weakref
+from collections.abc import Sequence
+from pathlib import Path
+
+from lethe.store._errors import StoreError
+
+#: What the ``meta`` table of a lethe store says.
+FORMAT = "lethe.store"
+VERSION = 1
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS memories (name TEXT PRIMARY KEY, config TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS checkpoints (name TEXT NOT NULL, version INTEGER NOT NULL,"
+    " snapshot TEXT NOT NULL, PRIMARY KEY (name, version))",
+    "CREATE TABLE IF NOT EXISTS log (name TEXT NOT NULL, version INTEGER NOT NULL,"
+    " record TEXT NOT NULL, PRIMARY KEY (name, version))",
+)
+_TABLES = frozenset({"meta", "memories", "checkpoints", "log"})
+
+# Every open store, so that no connection is open across os.fork (see _before_fork).
+_OPEN: weakref.WeakSet[SQLiteStore] = weakref.WeakSet()
+# Connections found in a process that did not open them: kept referenced, never used or closed.
+_INHERITED: list[sqlite3.Connection] = []
+
+
+class SQLiteStore:
+    """A :class:`~lethe.store.Store` in one SQLite file: many named memories, many processes.
+
+    The file holds four tables: ``meta`` (the format and its version),
+    ``memories`` (each name's configuration), ``checkpoints`` (whole
+    snapshots at some versions) and ``log`` (one row per committed version,
+    primary key ``(name, version)``).  It runs in WAL mode, so readers never
+    wait for a writer and a writer waits at most ``timeout`` seconds for
+    another; an append is one short ``BEGIN IMMEDIATE`` transaction.
+
+    Durability: with ``durable=False`` (the default, ``synchronous=NORMAL``)
+    a commit survives the crash of any process, but the last commits before a
+    power loss or an operating-system crash may be lost (never half of one).
+    ``durable=True`` (``synchronous=FULL``) syncs the write-ahead log to disk
+    on every commit: a commit then survives power loss too, at the cost of
+    one fsync per commit (from about 0.1 ms on a fast SSD to 10 ms and more
+    on a disk or a network volume).
+
+    Processes: a connection is never used in a process other than the one
+    that opened it.  Before ``os.fork`` (``multiprocessing``'s ``fork``
+    start method included) every open store closes its connection; each
+    process reopens its own on first use.  Close a store with :meth:`close`
+    (or use it as a context manager) rather than leaving it to the garbage
+    collector.
+
+    Args:
+        path: The database file (created if absent).
+        durable: Sync every commit to disk (see above).
+        timeout: Seconds to wait for a lock held by another connection.
+
+    Raises:
+        StoreError: ``path`` is not a lethe store (not SQLite, or SQLite with
+            other tables), or was written by a newer lethe; nothing is written.
+
+    >>> import tempfile, os
+    >>> from lethe import Memory
+    >>> from lethe.store import Shared, SQLiteStore
+    >>> with tempfile.TemporaryDirectory() as tmp, SQLiteStore(os.path.join(tmp, "m.db")) as store:
+    ...     shared = Shared(store, "notes", Memory())
+    ...     _ = shared.update(lambda m: m.put("v", key="k"))
+    ...     Shared(store, "notes", Memory()).current().peek("k").value
+    'v'
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, durable: bool = False, timeout: float = 30.0) -> None:
+        self.path = Path(path)
+        self.durable = durable
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._pid = os.getpid()
+        self._closed = False
+        with self._lock:
+            self._connection()
+        _OPEN.add(self)
+
+    # -- connections ------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        """This process's connection, opened (and the file checked) on first use; hold the lock."""
+        if self._closed:
+            raise StoreError(f"{self.path}: the store is closed")
+        if self._conn is not None and self._pid != os.getpid():
+            _INHERITED.append(self._conn)  # another process's: closing it here could hurt it
+            self._conn = None
+        if self._conn is None:
+            self._conn = self._connect()
+            self._pid = os.getpid()
+        return self._conn
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
+        try:
+            self._check(conn)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _check(self, conn: sqlite3.Connection) -> None:
+        """Check the file is a lethe store this lethe reads (creating one in an empty file)."""
+        try:
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: not a lethe store ({exc})") from None
+        if not tables:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in _SCHEMA:
+                    conn.execute(statement)
+                conn.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?), ('version', ?)", (FORMAT, str(VERSION)))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            tables = set(_TABLES)
+        if not tables >= _TABLES:
+            raise StoreError(f"{self.path}: not a lethe store (an SQLite database with other tables)")
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        if meta.get("format") != FORMAT:
+            raise StoreError(f"{self.path}: not a lethe store (format {meta.get('format')!r})")
+        version = meta.get("version", "")
+        if not version.isdigit() or int(version) > VERSION:
+            raise StoreError(
+                f"{self.path}: a lethe store of format version {version}, written by a newer lethe; "
+                f"this one reads version {VERSION}"
+            )
+
+    def _close_for_fork(self) -> None:
+        self._lock.acquire()
+        if self._conn is not None and self._pid == os.getpid():
+            self._conn.close()
+            self._conn = None
+
+    def _after_fork(self, child: bool) -> None:
+        if child:
+            self._lock = threading.Lock()
+            self._pid = os.getpid()
+        else:
+            self._lock.release()
+
+    def close(self) -> None:
+        """Close this process's connection; the store is not used again."""
+        with self._lock:
+            if self._conn is not None and self._pid == os.getpid():
+                self._conn.close()
+            self._conn = None
+            self._closed = True
+        _OPEN.discard(self)
+
+    def __enter__(self) -> SQLiteStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({str(self.path)!r}, durable={self.durable})"
+
+    # -- the engine -------------------------------------------------------
+
+    def names(self) -> list[str]:
+        """The names of the memories this store holds, sorted."""
+        with self._lock:
+            rows = self._connection().execute("SELECT name FROM memories ORDER BY name").fetchall()
+        return [row[0] for row in rows]
+
+    def open(self, name: str, config: str, snapshot: str) -> str:
+        """See :meth:`lethe.store.Store.open`."""
+        with self._lock:
+            conn = self._connection()
+            row = conn.execute("SELECT config FROM memories WHERE name = ?", (name,)).fetchone()
+            if row is not None:
+                return str(row[0])
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                row = conn.execute("SELECT config FROM memories WHERE name = ?", (name,)).fetchone()
+                if row is None:
+                    conn.execute("INSERT INTO memories VALUES (?, ?)", (name, config))
+                    conn.execute("INSERT INTO checkpoints VALUES (?, 0, ?)", (name, snapshot))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            return config if row is None else str(row[0])
+
+    def read(self, name: str, after: int, upto: int | None = None) -> Sequence[tuple[int, str]]:
+        """See :meth:`lethe.store.Store.read`."""
+        high = 2**63 - 1 if upto is None else upto
+        with self._lock:
+            return self._connection().execute(
+                "SELECT version, record FROM log WHERE name = ? AND version > ? AND version <= ? ORDER BY version",
+                (name, after, high),
+            ).fetchall()
+
+    def append(self, name: str, version: int, record: str) -> bool:
+        """See :meth:`lethe.store.Store.append`."""
+        with self._lock:
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                logged, checkpointed = conn.execute(
+                    "SELECT (SELECT max(version) FROM log WHERE name = ?),"
+                    " (SELECT max(version) FROM checkpoints WHERE name = ?)",
+                    (name, name),
+                ).fetchone()
+                if checkpointed is None:
+                    raise KeyError(name)
+                latest = checkpointed if logged is None else max(logged, checkpointed)
+                if latest != version - 1:
+                    conn.execute("ROLLBACK")
+                    return False
+                conn.execute("INSERT INTO log VALUES (?, ?, ?)", (name, version, record))
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            return True
+
+    def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str]:
+        """See :meth:`lethe.store.Store.checkpoint`."""
+        high = 2**63 - 1 if at_most is None else at_most
+        with self._lock:
+            row = self._connection().execute(
+                "SELECT version, snapshot FROM checkpoints WHERE name = ? AND version <= ?"
+                " ORDER BY version DESC LIMIT 1",
+                (name, high),
+            ).fetchone()
+        if row is None:
+            raise KeyError(name if at_most is None else at_most)
+        return int(row[0]), str(row[1])
+
+    def compact(self, name: str, version: int, snapshot: str, min_gap: int) -> bool:
+        """See :meth:`lethe.store.Store.compact`."""
+        with self._lock:
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                newest = conn.execute("SELECT max(version) FROM checkpoints WHERE name = ?", (name,)).fetchone()[0]
+                known = conn.execute("SELECT 1 FROM log WHERE name = ? AND version = ?", (name, version)).fetchone()
+                if newest is None or version - newest < min_gap or known is None:
+                    conn.execute("ROLLBACK")
+                    return False
+                conn.execute("INSERT INTO checkpoints VALUES (?, ?, ?)", (name, version, snapshot))
+                conn.execute("DELETE FROM checkpoints WHERE name = ? AND version < ?", (name, newest))
+                conn.execute("DELETE FROM log WHERE name = ? AND version <= ?", (name, newest))
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            return True
+
+
+_FORKING: list[SQLiteStore] = []
+
+
+def _before_fork() -> None:
+    _FORKING[:] = sorted(_OPEN, key=id)
+    for store in _FORKING:
+        store._close_for_fork()
+
+
+def _after_fork_in_parent() -> None:
+    for store in _FORKING:
+        store._after_fork(child=False)
+    _FORKING.clear()
+
+
+def _after_fork_in_child() -> None:
+    for store in _FORKING:
+        store._after_fork(child=True)
+    _FORKING.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)

@@ -1,0 +1,379 @@
+"""lethe.store: a memory shared through a log of changes, on InMemoryStore and on a real SQLite file."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lethe import Entry, ManualClock, Memory
+from lethe.store import InMemoryStore, Shared, SQLiteStore, Store, StoreError
+
+from ._support import fake_clock
+
+Factory = Callable[[Path], Store]
+
+
+def _sqlite(tmp: Path) -> Store:
+    return SQLiteStore(tmp / "store.db")
+
+
+def _memory(tmp: Path) -> Store:
+    return InMemoryStore()
+
+
+@pytest.fixture(params=[_memory, _sqlite], ids=["memory", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    made: Store = request.param(tmp_path)
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return fake_clock()
+
+
+def _template(clock: ManualClock, **kw: Any) -> Memory[Any, Any]:
+    return Memory(clock_fn=clock, **kw)
+
+
+def test_round_trip(store: Store, clock: ManualClock) -> None:
+    shared = Shared(store, "bot", _template(clock, max_entries=10))
+    assert shared.version == 0
+    mem = shared.update(lambda m: m.put("node 7 fixed", key="deploy"))
+    assert shared.version == 1
+    assert mem.peek("deploy").value == "node 7 fixed"
+    entry = shared.transact(lambda m: m.get("deploy"))
+    assert entry.access_count == 1
+    assert shared.version == 2
+    cold = Shared(store, "bot", _template(clock, max_entries=10))
+    assert cold.version == 2
+    assert cold.current() == shared.current()
+
+
+def test_first_open_stores_the_template_entries(store: Store, clock: ManualClock) -> None:
+    template = _template(clock).put("a", key=1).put("b", key=2)
+    shared = Shared(store, "bot", template)
+    assert shared.current() == template
+    # A later open uses the stored entries, not its template's.
+    assert Shared(store, "bot", _template(clock)).current() == template
+
+
+def test_two_replicas_see_each_other(store: Store, clock: ManualClock) -> None:
+    a = Shared(store, "bot", _template(clock))
+    b = Shared(store, "bot", _template(clock))
+    for i in range(10):
+        (a if i % 2 else b).update(lambda m, i=i: m.put(f"v{i}", key=i))
+    assert a.current() == b.current()
+    assert len(a.current()) == 10
+    assert a.version == b.version == 10
+
+
+def test_lost_race_retries_on_the_newer_version(store: Store, clock: ManualClock) -> None:
+    a = Shared(store, "bot", _template(clock))
+    b = Shared(store, "bot", _template(clock))
+    calls = []
+
+    def fn(m: Memory[Any, Any]) -> Memory[Any, Any]:
+        calls.append(len(m))
+        if len(calls) == 1:
+            b.update(lambda m: m.put("from b", key="b"))  # b commits version 1 first
+        return m.put("from a", key="a")
+
+    mem = a.update(fn)
+    assert calls == [0, 1]
+    assert set(mem.keys()) == {"a", "b"}
+    assert a.version == 2
+    assert b.current() == mem
+
+
+def test_nothing_to_commit_writes_nothing(store: Store, clock: ManualClock) -> None:
+    shared = Shared(store, "bot", _template(clock))
+    shared.update(lambda m: m.put("v", key="k"))
+    assert shared.update(lambda m: m) == shared.current()
+    assert shared.update(lambda m: m.delete("missing")) == shared.current()
+    assert shared.version == 1
+
+
+def test_fn_raising_commits_nothing(store: Store, clock: ManualClock) -> None:
+    shared = Shared(store, "bot", _template(clock))
+    shared.update(lambda m: m.put("v", key="k"))
+    before = shared.current()
+
+    def boom(m: Memory[Any, Any]) -> Memory[Any, Any]:
+        m.put("x", key="x")
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        shared.update(boom)
+    assert shared.current() is before
+    assert shared.version == 1
+    assert list(store.read("bot", 0)) == list(store.read("bot", 0))[:1]
+
+
+@pytest.mark.parametrize(
+    "result",
+    [None, "memory", 3, Memory()],
+    ids=["none", "str", "int", "another-memory"],
+)
+def test_fn_returning_a_non_memory_is_a_type_error(store: Store, clock: ManualClock, result: object) -> None:
+    shared = Shared(store, "bot", _template(clock))
+    with pytest.raises(TypeError, match="fn must return a Memory"):
+        shared.update(lambda m: m.put("x", key="x") and result)  # type: ignore[arg-type, return-value]
+    with pytest.raises(TypeError, match="pair"):
+        shared.transact(lambda m: m.put("x", key="x"))  # type: ignore[arg-type, return-value]
+    assert shared.version == 0
+    assert list(store.read("bot", 0)) == []
+
+
+def test_a_different_configuration_names_the_field(store: Store, clock: ManualClock) -> None:
+    Shared(store, "bot", _template(clock, max_entries=10))
+    with pytest.raises(ValueError, match="max_entries is 10 in the store, 11 here"):
+        Shared(store, "bot", _template(clock, max_entries=11))
+    with pytest.raises(ValueError, match="decay_fn"):
+        Shared(store, "bot", _template(clock, max_entries=10, decay_fn="power_law"))
+    # Hooks are not configuration: another on_evict is fine; another name is another memory.
+    Shared(store, "bot", _template(clock, max_entries=10, on_evict=lambda gone: None))
+    Shared(store, "other", _template(clock, max_entries=11))
+
+
+def test_on_evict_once_per_own_commit_and_never_for_a_lost_race(store: Store, clock: ManualClock) -> None:
+    heard_a: list[tuple[Entry[Any, Any], ...]] = []
+    heard_b: list[tuple[Entry[Any, Any], ...]] = []
+    a = Shared(store, "bot", _template(clock, max_entries=2, on_evict=heard_a.append))
+    b = Shared(store, "bot", _template(clock, max_entries=2, on_evict=heard_b.append))
+    a.update(lambda m: m.put(1, key=1).put(2, key=2))
+    attempts = []
+
+    def fn(m: Memory[Any, Any]) -> Memory[Any, Any]:
+        attempts.append(1)
+        clock.advance(1)
+        if len(attempts) == 1:
+            b.update(lambda m: m.put(3, key=3))  # evicts 1, committed by b
+        return m.put(4, key=4)  # evicts one more, on each attempt
+
+    a.update(fn)
+    assert len(attempts) == 2
+    assert [[e.key for e in gone] for gone in heard_b] == [[1]]
+    assert [[e.key for e in gone] for gone in heard_a] == [[2]]
+    feed = [(v, [e.key for e in gone]) for v, gone in a.evictions(since=0)]
+    assert feed == [(2, [1]), (3, [2])]
+    assert [v for v, _ in a.evictions(since=2)] == [3]
+
+
+def test_summarize_fn_runs_once_per_entry_value_across_retries(store: Store, clock: ManualClock) -> None:
+    summarized: list[Any] = []
+
+    def summarize(e: Entry[Any, Any]) -> str:
+        summarized.append(e.key)
+        return f"summary of {e.value}"
+
+    a = Shared(store, "bot", _template(clock, max_entries=2, summarize_fn=summarize))
+    b = Shared(store, "bot", _template(clock, max_entries=2, summarize_fn=summarize))
+    a.update(lambda m: m.put("one", key=1, importance=5.0).put("two", key=2))
+    clock.advance(3600)
+    attempts = []
+
+    def fn(m: Memory[Any, Any]) -> Memory[Any, Any]:
+        attempts.append(1)
+        if len(attempts) == 1:
+            b.update(lambda m: m.touch(1))  # a race that leaves entry 2 the victim again
+        return m.put("three", key=3)
+
+    mem = a.update(fn)
+    assert len(attempts) == 2
+    assert summarized == [2]
+    ((version, gone),) = list(a.evictions())
+    assert version == 3
+    assert gone[0].summary == "summary of two"
+    assert set(mem.keys()) == {1, 3}
+
+
+def test_past_versions_and_the_eviction_feed(store: Store, clock: ManualClock) -> None:
+    shared = Shared(store, "bot", _template(clock))
+    versions = [shared.current()]
+    for i in range(5):
+        clock.advance(1)
+        versions.append(shared.update(lambda m, i=i: m.put(i, key=i)))
+    for v, mem in enumerate(versions):
+        assert shared.at(v) == mem
+    with pytest.raises(ValueError, match="after the latest"):
+        shared.at(6)
+    with pytest.raises(ValueError, match="version"):
+        shared.at(-1)
+
+
+def test_checkpoints_keep_the_log_bounded(store: Store, clock: ManualClock) -> None:
+    shared = Shared(store, "bot", _template(clock, max_entries=5), checkpoint_every=10)
+    for i in range(95):
+        clock.advance(1)
+        shared.update(lambda m, i=i: m.put(i, key=i % 7))
+    rows = store.read("bot", 0)
+    assert len(rows) <= 20
+    assert rows[-1][0] == 95
+    version, _ = store.checkpoint("bot")
+    assert version == 90
+    cold = Shared(store, "bot", _template(clock, max_entries=5))
+    assert cold.version == 95
+    assert cold.current() == shared.current()
+    assert shared.at(85) == Shared(store, "bot", _template(clock, max_entries=5)).at(85)
+    with pytest.raises(StoreError, match="no checkpoint"):
+        shared.at(3)
+    with pytest.raises(StoreError, match="compacted"):
+        list(shared.evictions(since=3))
+
+
+def test_a_lagging_replica_catches_up_past_compaction(store: Store, clock: ManualClock) -> None:
+    lagging = Shared(store, "bot", _template(clock, max_entries=5))
+    busy = Shared(store, "bot", _template(clock, max_entries=5), checkpoint_every=5)
+    for i in range(40):
+        clock.advance(1)
+        busy.update(lambda m, i=i: m.put(i, key=i))
+    assert lagging.current() == busy.current()
+    assert lagging.version == 40
+    lagging.update(lambda m: m.put("x", key="x"))
+    assert busy.current() == lagging.current()
+
+
+def test_threads_lose_nothing(store: Store, clock: ManualClock) -> None:
+    lock = threading.Lock()
+    evicted: list[Any] = []
+
+    def on_evict(gone: tuple[Entry[Any, Any], ...]) -> None:
+        with lock:
+            evicted.extend(e.value for e in gone)
+
+    def worker(w: int) -> None:
+        shared = Shared(store, "bot", _template(clock, max_entries=8, on_evict=on_evict))
+        for i in range(25):
+            shared.update(lambda m, i=i: m.put(f"{w}-{i}"))
+
+    threads = [threading.Thread(target=worker, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    final = Shared(store, "bot", _template(clock, max_entries=8))
+    assert final.version == 100
+    kept = [e.value for e in final.current()]
+    fed = [e.value for _, gone in final.evictions() for e in gone]
+    assert sorted(kept + fed) == sorted(f"{w}-{i}" for w in range(4) for i in range(25))
+    assert sorted(evicted) == sorted(fed)
+
+
+def test_async_forms(store: Store, clock: ManualClock) -> None:
+    shared = Shared(store, "bot", _template(clock))
+
+    async def main() -> Any:
+        await shared.aupdate(lambda m: m.put("v", key="k"))
+        return await shared.atransact(lambda m: m.get("k"))
+
+    assert asyncio.run(main()).access_count == 1
+    assert shared.version == 2
+
+
+def test_every_model_replays_equal(store: Store) -> None:
+    from ._support import MODEL_IDS, MODELS
+
+    for model, ident in zip(MODELS, MODEL_IDS):
+        clock = fake_clock()
+        template = Memory(max_entries=4, decay_fn=model.make(), clock_fn=clock)
+        shared = Shared(store, ident, template)
+        for i in range(12):
+            clock.advance(600)
+            shared.update(lambda m, i=i: m.put(f"v{i}", key=i % 6, importance=1.0 + i % 3))
+            if i % 4 == 0:
+                shared.update(lambda m, i=i: m.get(i % 6)[0] if i % 6 in m else m)
+        shared.update(lambda m: m.evict()[0])
+        cold = Shared(store, ident, Memory(max_entries=4, decay_fn=template.decay_fn, clock_fn=clock))
+        assert cold.current() == shared.current(), ident
+
+
+def test_store_protocol() -> None:
+    assert isinstance(InMemoryStore(), Store)
+
+
+# -- SQLite files ---------------------------------------------------------------------------
+
+
+def test_not_a_store_file_is_refused_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_bytes(b"not a database at all, just text" * 100)
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match="not a lethe store"):
+        SQLiteStore(path)
+    assert path.read_bytes() == before
+
+
+def test_another_sqlite_database_is_refused_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE users (id INTEGER)")
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match="other tables"):
+        SQLiteStore(path)
+    assert path.read_bytes() == before
+
+
+def test_a_newer_format_is_refused_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    SQLiteStore(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE meta SET value = '99' WHERE key = 'version'")
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match="newer lethe"):
+        SQLiteStore(path)
+    assert path.read_bytes() == before
+
+
+def test_a_truncated_log_is_a_store_error(tmp_path: Path, clock: ManualClock) -> None:
+    path = tmp_path / "store.db"
+    with SQLiteStore(path) as store:
+        shared = Shared(store, "bot", _template(clock))
+        for i in range(5):
+            shared.update(lambda m, i=i: m.put(i, key=i))
+    conn = sqlite3.connect(path)
+    conn.execute("DELETE FROM log WHERE version = 3")
+    conn.commit()
+    conn.close()
+    with SQLiteStore(path) as store, pytest.raises(StoreError, match="truncated"):
+        Shared(store, "bot", _template(clock))
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE log SET record = '{\"written\": 1}' WHERE version = 1")
+    conn.commit()
+    conn.close()
+    with SQLiteStore(path) as store, pytest.raises(StoreError, match="record 1 cannot be read"):
+        Shared(store, "bot", _template(clock))
+
+
+def test_durable_option_and_one_file_many_names(tmp_path: Path, clock: ManualClock) -> None:
+    path = tmp_path / "store.db"
+    with SQLiteStore(path, durable=True) as store:
+        assert store.durable
+        Shared(store, "a", _template(clock)).update(lambda m: m.put("a", key="a"))
+        Shared(store, "b", _template(clock)).update(lambda m: m.put("b", key="b"))
+        assert store.names() == ["a", "b"]
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    stored = json.loads(conn.execute("SELECT config FROM memories WHERE name = 'a'").fetchone()[0])
+    assert stored["max_entries"] == 1000
+    conn.close()
+
+
+def test_a_closed_store_refuses_use(tmp_path: Path, clock: ManualClock) -> None:
+    store = SQLiteStore(tmp_path / "store.db")
+    store.close()
+    with pytest.raises(StoreError, match="closed"):
+        Shared(store, "bot", _template(clock))
