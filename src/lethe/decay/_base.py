@@ -35,6 +35,7 @@ cannot drift apart.
 from __future__ import annotations
 
 import inspect
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import FrozenInstanceError
 from datetime import datetime
@@ -87,7 +88,7 @@ class Param(NamedTuple):
 _REQUIRED: Any = object()
 
 
-class Model:
+class Model(ABC):
     """Base of lethe's own decay models: parameters declared once (see the module docstring).
 
     Subclasses set ``name`` (the registry name), ``params`` and ``__slots__``
@@ -137,15 +138,16 @@ class Model:
             set_(self, param.name, param.check(value, param.name))
         self._derive()
 
-    def _derive(self) -> None:
+    def _derive(self) -> None:  # noqa: B027 - an optional hook: most models derive nothing
         """Compute derived fields (slots after the parameters) and cross-parameter checks."""
 
     def _args(self) -> tuple[Any, ...]:
         """The stored parameters, in declared order."""
         return tuple(getattr(self, p.name) for p in self.params)
 
+    @abstractmethod
     def _raw(self, entry: Entry[Any, Any], now_us: float) -> float:
-        raise NotImplementedError
+        """The raw score of ``entry`` at ``now_us`` (microseconds since the epoch): the fast path."""
 
     def score(self, entry: Entry[Any, Any], now: datetime) -> float:
         """The entry's raw score at ``now`` (see the class for the formula and how importance enters).
@@ -277,8 +279,9 @@ class Stateful(Model):
 
     __slots__ = ()
 
+    @abstractmethod
     def _rehearse(self, entry: Entry[Any, Any], now_us: float) -> Any:
-        raise NotImplementedError
+        """The new ``decay_state`` of ``entry`` rehearsed at ``now_us``: the fast path of ``rehearse``."""
 
     def rehearse(self, entry: Entry[Any, Any], now: datetime) -> Any:
         """The entry's new ``decay_state`` after a rehearsal at ``now``.

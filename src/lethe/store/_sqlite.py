@@ -6,7 +6,8 @@ import os
 import sqlite3
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from lethe.store._errors import StoreError
@@ -30,6 +31,20 @@ _OPEN: weakref.WeakSet[SQLiteStore] = weakref.WeakSet()
 # Connections found in a process that did not open them: kept referenced, never used or closed.
 _INHERITED: list[sqlite3.Connection] = []
 
+
+
+@contextmanager
+def _writing(conn: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction: ``BEGIN IMMEDIATE`` (the write lock at once, so no deadlock
+    on upgrading a read), committed when the block ends, rolled back when it raises."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 class SQLiteStore:
     """A :class:`~lethe.store.Store` in one SQLite file: many named memories, many processes.
@@ -119,15 +134,10 @@ class SQLiteStore:
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: not a lethe store ({exc})") from None
         if not tables:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with _writing(conn):
                 for statement in _SCHEMA:
                     conn.execute(statement)
                 conn.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?), ('version', ?)", (FORMAT, str(VERSION)))
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
             tables = set(_TABLES)
         if not tables >= _TABLES:
             raise StoreError(f"{self.path}: not a lethe store (an SQLite database with other tables)")
@@ -187,16 +197,11 @@ class SQLiteStore:
             row = conn.execute("SELECT config FROM memories WHERE name = ?", (name,)).fetchone()
             if row is not None:
                 return str(row[0])
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with _writing(conn):
                 row = conn.execute("SELECT config FROM memories WHERE name = ?", (name,)).fetchone()
                 if row is None:
                     conn.execute("INSERT INTO memories VALUES (?, ?)", (name, config))
                     conn.execute("INSERT INTO checkpoints VALUES (?, 0, ?)", (name, snapshot))
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
             return config if row is None else str(row[0])
 
     def read(self, name: str, after: int, upto: int | None = None) -> Sequence[tuple[int, str]]:
@@ -212,8 +217,7 @@ class SQLiteStore:
         """See :meth:`lethe.store.Store.append`."""
         with self._lock:
             conn = self._connection()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with _writing(conn):
                 logged, checkpointed = conn.execute(
                     "SELECT (SELECT max(version) FROM log WHERE name = ?),"
                     " (SELECT max(version) FROM checkpoints WHERE name = ?)",
@@ -223,14 +227,8 @@ class SQLiteStore:
                     raise KeyError(name)
                 latest = checkpointed if logged is None else max(logged, checkpointed)
                 if latest != version - 1:
-                    conn.execute("ROLLBACK")
-                    return False
+                    return False  # another writer got there first (nothing written)
                 conn.execute("INSERT INTO log VALUES (?, ?, ?)", (name, version, record))
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
             return True
 
     def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str]:
@@ -250,21 +248,14 @@ class SQLiteStore:
         """See :meth:`lethe.store.Store.compact`."""
         with self._lock:
             conn = self._connection()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with _writing(conn):
                 newest = conn.execute("SELECT max(version) FROM checkpoints WHERE name = ?", (name,)).fetchone()[0]
                 known = conn.execute("SELECT 1 FROM log WHERE name = ? AND version = ?", (name, version)).fetchone()
                 if newest is None or version - newest < min_gap or known is None:
-                    conn.execute("ROLLBACK")
-                    return False
+                    return False  # nothing written
                 conn.execute("INSERT INTO checkpoints VALUES (?, ?, ?)", (name, version, snapshot))
                 conn.execute("DELETE FROM checkpoints WHERE name = ? AND version < ?", (name, newest))
                 conn.execute("DELETE FROM log WHERE name = ? AND version <= ?", (name, newest))
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
             return True
 
 
