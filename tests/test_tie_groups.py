@@ -20,7 +20,7 @@ from lethe import Entry, Memory
 from lethe._order import Order
 from lethe.decay import Exponential
 from tests._support import START, fake_clock
-from tests.test_index import HALF_LIFE, T0, _observe, _twins
+from tests.test_index import HALF_LIFE, T0, _observe, _twins, run_twins
 
 N = 10_000
 HOUR = timedelta(hours=1)
@@ -158,31 +158,7 @@ def _tie_apply(mem: Memory[Any, Any], op: tuple[Any, ...]) -> tuple[Memory[Any, 
 @given(st.integers(5, 40), st.lists(tie_ops, max_size=25))
 def test_tie_groups_answer_as_a_scan(cap: int, script: list[tuple[Any, ...]]) -> None:
     """Batches at one instant, a few instants, importances 0 to 1e300, pinned and ttl: the index agrees."""
-    clock = fake_clock(T0)
-    log: list[tuple[str, Any]] = []
-    indexed, scanned = _twins(cap, clock, log)
-    for op in script:
-        if op[0] == "advance":
-            clock.now += timedelta(seconds=op[1])
-            continue
-        try:
-            indexed, got = _tie_apply(indexed, op)
-        except Exception as exc:  # the same error, raised by both
-            failure: Any = (type(exc), str(exc))
-        else:
-            failure = None
-        try:
-            scanned, want = _tie_apply(scanned, op)
-        except Exception as exc:
-            expected: Any = (type(exc), str(exc))
-        else:
-            expected = None
-        assert failure == expected
-        if expected is not None:
-            continue
-        assert got == want
-        assert _observe(indexed) == _observe(scanned)
-        assert [k for tag, k in log if tag == "indexed"] == [k for tag, k in log if tag == "scanned"]
+    run_twins(cap, script, _tie_apply)
 
 
 def test_entries_of_different_scores_that_round_to_one_key_are_scored_one_by_one() -> None:
