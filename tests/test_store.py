@@ -377,3 +377,13 @@ def test_a_closed_store_refuses_use(tmp_path: Path, clock: ManualClock) -> None:
     store.close()
     with pytest.raises(StoreError, match="closed"):
         Shared(store, "bot", _template(clock))
+
+
+def test_names_and_config_read_without_writing(store: Store, clock: ManualClock) -> None:
+    with pytest.raises(KeyError):
+        store.config("notes")
+    assert store.names() == []
+    Shared(store, "notes", Memory(max_entries=7, clock_fn=clock))
+    Shared(store, "alpha", Memory(clock_fn=clock))
+    assert store.names() == ["alpha", "notes"]
+    assert json.loads(store.config("notes"))["max_entries"] == 7

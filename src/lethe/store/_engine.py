@@ -11,7 +11,7 @@ interprets (JSON documents written by :class:`~lethe.store.Shared`):
   version changed.  Appending is a compare-and-swap on the version number:
   a record goes in at exactly ``latest + 1`` or not at all.
 
-A new engine (Redis, PostgreSQL, ...) implements these six methods, each one
+A new engine (Redis, PostgreSQL, ...) implements these methods, each one
 atomic on its own, and passes ``tests/test_store_engine.py``.
 """
 
@@ -40,6 +40,18 @@ class Store(Protocol):
         Creating stores ``config`` and the checkpoint ``(0, snapshot)``, at
         once; when ``name`` exists nothing is written and the configuration
         it was created with is returned (the caller compares it).
+        """
+        ...
+
+    def names(self) -> list[str]:
+        """The names of the memories this store holds, sorted."""
+        ...
+
+    def config(self, name: str) -> str:
+        """The configuration document ``name`` was created with.
+
+        Raises:
+            KeyError: ``name`` was never opened.
         """
         ...
 

@@ -41,6 +41,16 @@ class InMemoryStore:
             named = self._names.setdefault(name, _Named(config, {0: snapshot}))
             return named.config
 
+    def names(self) -> list[str]:
+        """See :meth:`lethe.store.Store.names`."""
+        with self._lock:
+            return sorted(self._names)
+
+    def config(self, name: str) -> str:
+        """See :meth:`lethe.store.Store.config`."""
+        with self._lock:
+            return self._names[name].config
+
     def read(self, name: str, after: int, upto: int | None = None) -> Sequence[tuple[int, str]]:
         """See :meth:`lethe.store.Store.read`."""
         with self._lock:

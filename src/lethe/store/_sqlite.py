@@ -185,10 +185,18 @@ class SQLiteStore:
     # -- the engine -------------------------------------------------------
 
     def names(self) -> list[str]:
-        """The names of the memories this store holds, sorted."""
+        """See :meth:`lethe.store.Store.names`."""
         with self._lock:
             rows = self._connection().execute("SELECT name FROM memories ORDER BY name").fetchall()
         return [row[0] for row in rows]
+
+    def config(self, name: str) -> str:
+        """See :meth:`lethe.store.Store.config`."""
+        with self._lock:
+            row = self._connection().execute("SELECT config FROM memories WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            raise KeyError(name)
+        return str(row[0])
 
     def open(self, name: str, config: str, snapshot: str) -> str:
         """See :meth:`lethe.store.Store.open`."""
