@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -218,7 +219,7 @@ def test_checkpoints_keep_the_log_bounded(store: Store, clock: ManualClock) -> N
     rows = store.read("bot", 0)
     assert len(rows) <= 20
     assert rows[-1][0] == 95
-    version, _ = store.checkpoint("bot")
+    version, _, _ = store.checkpoint("bot")
     assert version == 90
     cold = Shared(store, "bot", _template(clock, max_entries=5))
     assert cold.version == 95
@@ -337,24 +338,58 @@ def test_a_newer_format_is_refused_unchanged(tmp_path: Path) -> None:
     assert path.read_bytes() == before
 
 
+def _damage(path: Path, statement: str) -> None:
+    conn = sqlite3.connect(path)
+    conn.execute(statement)
+    conn.commit()
+    conn.close()
+
+
 def test_a_truncated_log_is_a_store_error(tmp_path: Path, clock: ManualClock) -> None:
     path = tmp_path / "store.db"
     with SQLiteStore(path) as store:
+        behind = Shared(store, "bot", _template(clock))
         shared = Shared(store, "bot", _template(clock))
         for i in range(5):
             shared.update(lambda m, i=i: m.put(i, key=i))
-    conn = sqlite3.connect(path)
-    conn.execute("DELETE FROM log WHERE version = 3")
-    conn.commit()
-    conn.close()
-    with SQLiteStore(path) as store, pytest.raises(StoreError, match="truncated"):
+        _damage(path, "DELETE FROM log WHERE version = 3")
+        with pytest.raises(StoreError, match="truncated"):
+            behind.current()
+        assert behind.version == 0
+        with pytest.raises(StoreError, match="truncated"):
+            shared.at(4)
+        with pytest.raises(StoreError, match="truncated"):
+            list(shared.evictions(since=0))
+        _damage(path, "UPDATE log SET record = '{\"written\": 1}' WHERE version = 1")
+        with pytest.raises(StoreError, match="record 1 cannot be read"):
+            behind.current()
+        assert len(shared.current()) == 5  # a replica past the damage does not read it
+
+
+@pytest.mark.parametrize(
+    ("statement", "message"),
+    [
+        ("UPDATE entries SET entry = '[1, 2]' WHERE seq = 1", r"entries\[\d\]: expected a list of 13 fields"),
+        ("UPDATE entries SET entry = 'nonsense' WHERE seq = 1", "not JSON"),
+        ("UPDATE entries SET entry = replace(entry, '[1,1,', '[1,0,') WHERE seq = 1", "duplicate key 0"),
+        ("UPDATE entries SET entry = replace(entry, '[1,1,', '[0,1,') WHERE seq = 1", "duplicate seq 0"),
+        ("UPDATE entries SET entry = replace(entry, '[1,1,\"v1\",', '[1,1,\"v1\",-9') WHERE seq = 1", "inserted_us"),
+        ("UPDATE memories SET head = '[1]'", "head: expected"),
+        ("UPDATE memories SET head = '[3, -1, null]'", r"head\.next_seq"),
+    ],
+)
+def test_a_damaged_state_is_a_store_error(
+    tmp_path: Path, clock: ManualClock, statement: str, message: str
+) -> None:
+    path = tmp_path / "store.db"
+    with SQLiteStore(path) as store:
+        shared = Shared(store, "bot", _template(clock))
+        for i in range(3):
+            shared.update(lambda m, i=i: m.put(f"v{i}", key=i))
+    _damage(path, statement)
+    with SQLiteStore(path) as store, pytest.raises(StoreError, match="the state at version 3 cannot be read") as err:
         Shared(store, "bot", _template(clock))
-    conn = sqlite3.connect(path)
-    conn.execute("UPDATE log SET record = '{\"written\": 1}' WHERE version = 1")
-    conn.commit()
-    conn.close()
-    with SQLiteStore(path) as store, pytest.raises(StoreError, match="record 1 cannot be read"):
-        Shared(store, "bot", _template(clock))
+    assert re.search(message, str(err.value))
 
 
 def test_durable_option_and_one_file_many_names(tmp_path: Path, clock: ManualClock) -> None:

@@ -16,10 +16,9 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from lethe._change import Change
 from lethe._clock import to_us, utc_now
 from lethe._config import ONE_HOUR, Config, build, unchosen_half_life
-from lethe._entry import Entry, check_importance, evolve, freeze_metadata, make_entry
+from lethe._entry import EMPTY_METADATA, Entry, check_importance, evolve, freeze_metadata, make_entry
 from lethe._errors import ClockWarning
 from lethe._map import EMPTY, PersistentMap
 from lethe._reprs import short_repr as _short
@@ -101,6 +100,21 @@ def _decode_key(value: Any, depth: int = 0) -> Any:
     raise _Unwritable
 
 
+def encode_key(key: Any) -> Any:
+    """``key`` as JSON (a tuple as a list).
+
+    Raises:
+        ValueError: naming the key, when JSON cannot carry it with its type.
+    """
+    try:
+        return _encode_key(key)
+    except _Unwritable:
+        raise ValueError(
+            f"key {_short(key)}: cannot be saved exactly; keys must be str, int, finite float, bool, "
+            "or tuples of those and None"
+        ) from None
+
+
 def _decay_to_dict(fn: Any) -> dict[str, Any]:
     return decay_to_dict(fn)
 
@@ -112,13 +126,7 @@ def entry_to_dict(e: Entry[Any, Any], decay_fn: Any) -> dict[str, Any]:
         ValueError: the key is not one :func:`memory_from_dict` reads back with
             its type (str, int, finite float, bool, or a tuple of those and None).
     """
-    try:
-        key = _encode_key(e.key)
-    except _Unwritable:
-        raise ValueError(
-            f"key {_short(e.key)}: cannot be saved exactly; keys must be str, int, finite float, bool, "
-            "or tuples of those and None"
-        ) from None
+    key = encode_key(e.key)
     state = dumped_state(decay_fn, e.decay_state)
     return {
         "key": key,
@@ -206,7 +214,7 @@ def _time(value: Any, where: str) -> tuple[datetime, float]:
     return moment, us
 
 
-def _key(value: Any, where: str) -> Any:
+def checked_key(value: Any, where: str) -> Any:
     try:
         return _decode_key(value)
     except _Unwritable:
@@ -218,6 +226,8 @@ def _key(value: Any, where: str) -> Any:
 
 def _metadata(value: Any, where: str) -> Any:
     """``value`` as entry metadata: an object whose keys, at every depth, are strings."""
+    if type(value) is dict and not value:
+        return EMPTY_METADATA
     if not isinstance(value, Mapping):
         raise ValueError(f"{where}: expected an object, got {_short(value)}")
     stack: list[Any] = [value]
@@ -238,27 +248,43 @@ def _metadata(value: Any, where: str) -> Any:
     return freeze_metadata(value)
 
 
-def _entry(raw: Any, i: int, decay_fn: Any, same_fn: bool) -> Entry[Any, Any]:
-    """Entry ``i`` of a document; ``same_fn``: whether ``decay_fn`` wrote its ``decay_state``."""
-    where = f"entries[{i}]."
-    if not isinstance(raw, Mapping):
-        raise ValueError(f"entries[{i}]: expected an object, got {type(raw).__name__}")
-    _exact(raw, _ENTRY_FIELDS, where)
-    key = _key(_field(raw, "key", where), where + "key")
-    inserted_at, inserted_us = _time(_field(raw, "inserted_at", where), where + "inserted_at")
-    accessed_at, accessed_us = _time(_field(raw, "last_accessed_at", where), where + "last_accessed_at")
+#: An instant as a document holds it once parsed: the datetime and its microseconds.
+Moment = tuple[datetime, float]
+
+
+def checked_entry(
+    where: str,
+    key: Any,
+    value: Any,
+    inserted: Moment,
+    accessed: Moment,
+    access_count: Any,
+    pinned: Any,
+    importance: Any,
+    metadata: Any,
+    summary: Any,
+    summarized: Any,
+    expires: Moment | None,
+    seq: Any,
+    state: Any,
+    decay_fn: Any,
+    same_fn: bool,
+) -> Entry[Any, Any]:
+    """One entry from its stored fields (instants already parsed), each checked; ValueError
+    naming ``where`` + the field.  ``same_fn``: whether ``decay_fn`` wrote ``state``.
+
+    Shared by every stored form of an entry (``to_dict``'s objects, ``lethe.store``'s rows).
+    """
+    key = checked_key(key, where + "key")
+    inserted_at, inserted_us = inserted
+    accessed_at, accessed_us = accessed
     if accessed_us < inserted_us:
         raise ValueError(f"{where}last_accessed_at: earlier than inserted_at")
-    expires_raw = raw["expires_at"]
-    expires_at, expires_us = (None, None) if expires_raw is None else _time(expires_raw, where + "expires_at")
+    expires_at, expires_us = (None, None) if expires is None else expires
     try:
-        importance = check_importance(raw["importance"])
+        importance = check_importance(importance)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{where}importance: {exc}") from None
-    metadata = _metadata(raw["metadata"], where + "metadata")
-    summary = raw["summary"]
-    summarized = raw["summarized"]
-    state = raw["decay_state"]
     load = state_loader(decay_fn)
     if not same_fn:
         state = None  # written by another decay function: never hand it to this one
@@ -272,22 +298,87 @@ def _entry(raw: Any, i: int, decay_fn: Any, same_fn: bool) -> Entry[Any, Any]:
     # else: a custom function's own state, kept as the data gave it
     return make_entry(
         key,
-        _field(raw, "value", where),
+        value,
         inserted_at,
         accessed_at,
-        _int(raw["access_count"], where + "access_count", MAX_ACCESS_COUNT),
-        _bool(raw["pinned"], where + "pinned"),
+        _int(access_count, where + "access_count", MAX_ACCESS_COUNT),
+        _bool(pinned, where + "pinned"),
         importance,
-        metadata,
+        _metadata(metadata, where + "metadata"),
         summary,
         _bool(summarized, where + "summarized"),
         expires_at,
-        _int(_field(raw, "seq", where), where + "seq"),
+        _int(seq, where + "seq"),
         state,
         inserted_us,
         accessed_us,
         expires_us,
     )
+
+
+def _entry(raw: Any, i: int, decay_fn: Any, same_fn: bool) -> Entry[Any, Any]:
+    """Entry ``i`` of a document; ``same_fn``: whether ``decay_fn`` wrote its ``decay_state``."""
+    where = f"entries[{i}]."
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"entries[{i}]: expected an object, got {type(raw).__name__}")
+    _exact(raw, _ENTRY_FIELDS, where)
+    expires = raw["expires_at"]
+    return checked_entry(
+        where,
+        raw["key"],
+        raw["value"],
+        _time(raw["inserted_at"], where + "inserted_at"),
+        _time(raw["last_accessed_at"], where + "last_accessed_at"),
+        raw["access_count"],
+        raw["pinned"],
+        raw["importance"],
+        raw["metadata"],
+        raw["summary"],
+        raw["summarized"],
+        None if expires is None else _time(expires, where + "expires_at"),
+        raw["seq"],
+        raw["decay_state"],
+        decay_fn,
+        same_fn,
+    )
+
+
+def check_entries(
+    built: list[Entry[Any, Any]], next_seq: int | None, latest: datetime | None, latest_us: float, fn: Any
+) -> None:
+    """Whole-memory checks on entries read back: keys and put orders unique, ``next_seq``
+    (None: not checked) past every put order, no instant after the latest clock reading.
+
+    Raises:
+        ValueError: naming the entry (``entries[i]``) and the field.
+    """
+    keys: set[Any] = set()
+    seqs: set[int] = set()
+    for i, e in enumerate(built):
+        if e.key in keys:
+            raise ValueError(f"entries[{i}].key: duplicate key {_short(e.key)}")
+        if e.seq in seqs:
+            raise ValueError(f"entries[{i}].seq: duplicate seq {_short(e.seq)}")
+        keys.add(e.key)
+        seqs.add(e.seq)
+    if next_seq is not None and seqs and next_seq <= max(seqs):
+        raise ValueError(f"next_seq: must be greater than every entry's seq, got {_short(next_seq)}")
+    seen = "none" if latest is None else latest.isoformat()
+    for i, e in enumerate(built):
+        for name, us in (("inserted_at", e.inserted_us), ("last_accessed_at", e.accessed_us)):
+            if us > latest_us:
+                raise ValueError(f"entries[{i}].{name}: after the latest clock reading ({seen})")
+        if e.decay_state is None:
+            continue
+
+        def after(t: float, i: int = i, inserted_us: float = e.inserted_us) -> float:
+            if t > latest_us:
+                raise ValueError(f"entries[{i}].decay_state: an access time after the latest clock reading ({seen})")
+            if t < inserted_us:
+                raise ValueError(f"entries[{i}].decay_state: an access time before the entry's inserted_at")
+            return t
+
+        _instants(fn, e.decay_state, after, lambda state: state)
 
 
 def _instants(fn: Any, state: Any, move: Callable[[float], float], custom: Callable[[Any], Any]) -> Any:
@@ -402,46 +493,21 @@ def memory_from_dict(
         raise ValueError(f"entries: expected a list, got {type(raw_entries).__name__}")
     if len(raw_entries) > cfg.max_entries:
         raise ValueError(f"entries: {len(raw_entries)} entries exceed max_entries={cfg.max_entries}")
-    built: list[Entry[Any, Any]] = []
-    keys: set[Any] = set()
-    seqs: set[int] = set()
-    for i, raw in enumerate(raw_entries):
-        e = _entry(raw, i, fn, same_fn)
-        if e.key in keys:
-            raise ValueError(f"entries[{i}].key: duplicate key {_short(e.key)}")
-        if e.seq in seqs:
-            raise ValueError(f"entries[{i}].seq: duplicate seq {_short(e.seq)}")
-        keys.add(e.key)
-        seqs.add(e.seq)
-        built.append(e)
+    built = [_entry(raw, i, fn, same_fn) for i, raw in enumerate(raw_entries)]
     next_key = _int(data["next_key"], "next_key")
     next_seq = _int(data["next_seq"], "next_seq")
     if current:
         raw_latest = _field(data, "latest", "")
         latest, latest_us = (None, -math.inf) if raw_latest is None else _time(raw_latest, "latest")
-        if seqs and next_seq <= max(seqs):
-            raise ValueError(f"next_seq: must be greater than every entry's seq, got {_short(next_seq)}")
+        check_entries(built, next_seq, latest, latest_us, fn)
     else:
         # Version 1 did not keep the latest reading: the latest access is the best it knows.
         latest, latest_us = None, -math.inf
         for e in built:
             if e.accessed_us > latest_us:
                 latest, latest_us = e.last_accessed_at, e.accessed_us
-        next_seq = max(next_seq, max(seqs, default=-1) + 1)
-    seen = "none" if latest is None else latest.isoformat()
-    for i, e in enumerate(built):
-        for name, us in (("inserted_at", e.inserted_us), ("last_accessed_at", e.accessed_us)):
-            if us > latest_us:
-                raise ValueError(f"entries[{i}].{name}: after the latest clock reading ({seen})")
-
-        def after(t: float, i: int = i, inserted_us: float = e.inserted_us) -> float:
-            if t > latest_us:
-                raise ValueError(f"entries[{i}].decay_state: an access time after the latest clock reading ({seen})")
-            if t < inserted_us:
-                raise ValueError(f"entries[{i}].decay_state: an access time before the entry's inserted_at")
-            return t
-
-        _instants(fn, e.decay_state, after, lambda state: state)
+        check_entries(built, None, latest, latest_us, fn)
+        next_seq = max(next_seq, max((e.seq for e in built), default=-1) + 1)
     if shift_to is not None and latest is not None:
         assert shift_us is not None
         delta, delta_us = shift_to - latest, shift_us - latest_us
@@ -462,62 +528,3 @@ def memory_from_dict(
                 stacklevel=3,
             )
     return cfg, Snapshot(entries, next_key, next_seq, latest, latest_us)
-
-
-# -- changes (the records of lethe.store's log) -------------------------------------------
-
-_CHANGE_FIELDS = frozenset({"written", "removed", "next_key", "next_seq", "latest", "evicted"})
-
-
-def change_to_dict(change: Change, decay_fn: Any) -> dict[str, Any]:
-    """A :class:`~lethe._change.Change` as JSON types (the entries as :func:`entry_to_dict` writes them).
-
-    Raises:
-        ValueError: a key JSON cannot carry with its type (see :func:`entry_to_dict`).
-    """
-    removed = []
-    for key in change.removed:
-        try:
-            removed.append(_encode_key(key))
-        except _Unwritable:
-            raise ValueError(f"key {_short(key)}: cannot be saved exactly") from None
-    latest = change.latest
-    return {
-        "written": [entry_to_dict(e, decay_fn) for e in change.written],
-        "removed": removed,
-        "next_key": change.next_key,
-        "next_seq": change.next_seq,
-        "latest": None if latest is None else latest.isoformat(),
-        "evicted": [entry_to_dict(e, decay_fn) for e in change.evicted],
-    }
-
-
-def change_from_dict(data: Any, decay_fn: Any, *, evicted: bool = True) -> Change:
-    """The :class:`~lethe._change.Change` :func:`change_to_dict` wrote, checked field by field.
-
-    ``evicted=False`` skips decoding the evicted entries (a replica applying the
-    change does not need them).
-
-    Raises:
-        ValueError: ``data`` is malformed (the message names the field).
-    """
-    if not isinstance(data, Mapping):
-        raise ValueError(f"change: expected an object, got {type(data).__name__}")
-    _exact(data, _CHANGE_FIELDS, "change.")
-    for name in ("written", "removed", "evicted"):
-        if not isinstance(data[name], list):
-            raise ValueError(f"change.{name}: expected a list, got {type(data[name]).__name__}")
-    written = tuple(_entry(raw, i, decay_fn, True) for i, raw in enumerate(data["written"]))
-    removed = tuple(_key(raw, f"change.removed[{i}]") for i, raw in enumerate(data["removed"]))
-    gone = tuple(_entry(raw, i, decay_fn, True) for i, raw in enumerate(data["evicted"])) if evicted else ()
-    raw_latest = data["latest"]
-    latest, latest_us = (None, -math.inf) if raw_latest is None else _time(raw_latest, "change.latest")
-    return Change(
-        written,
-        removed,
-        _int(data["next_key"], "change.next_key"),
-        _int(data["next_seq"], "change.next_seq"),
-        latest,
-        latest_us,
-        gone,
-    )

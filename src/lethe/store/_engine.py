@@ -1,18 +1,23 @@
 """The engine interface: what :class:`~lethe.store.Shared` needs from a place that keeps logs.
 
-An engine keeps, for each named memory, three things, all as text it never
-interprets (JSON documents written by :class:`~lethe.store.Shared`):
+An engine keeps, for each named memory, as text it never interprets (JSON
+written by :class:`~lethe.store.Shared`):
 
-* the memory's **configuration** document, written once by the first open;
-* **checkpoints**: ``(version, snapshot)`` pairs, the whole memory as it was
-  at that version (version 0, the initial entries, is written by the first
-  open);
+* the **configuration** document, written once by the first open;
+* the **current state**: the latest version number, a small *head* (the
+  memory's counters and latest clock reading) and one *row* per entry, keyed
+  by the entry's put order (``seq``), so that opening reads the current
+  entries and nothing else;
 * the **log**: one record per committed version ``1, 2, 3, ...``, what that
   version changed.  Appending is a compare-and-swap on the version number:
-  a record goes in at exactly ``latest + 1`` or not at all.
+  the record goes in at exactly ``latest + 1``, together with the new head
+  and the rows it writes and removes, or nothing is written at all;
+* **checkpoints**: copies of the state at some versions, made by the engine
+  itself (:meth:`Store.compact`), from which a past version is rebuilt and
+  before which the log is dropped.
 
 A new engine (Redis, PostgreSQL, ...) implements these methods, each one
-atomic on its own, and passes ``tests/test_store_engine.py``.
+atomic on its own, and passes the engine tests in ``tests/test_store.py``.
 """
 
 from __future__ import annotations
@@ -34,15 +39,6 @@ class Store(Protocol):
     True
     """
 
-    def open(self, name: str, config: str, snapshot: str) -> str:
-        """Create the memory ``name`` unless it exists; return its stored configuration.
-
-        Creating stores ``config`` and the checkpoint ``(0, snapshot)``, at
-        once; when ``name`` exists nothing is written and the configuration
-        it was created with is returned (the caller compares it).
-        """
-        ...
-
     def names(self) -> list[str]:
         """The names of the memories this store holds, sorted."""
         ...
@@ -55,36 +51,71 @@ class Store(Protocol):
         """
         ...
 
+    def open(self, name: str, config: str, head: str, rows: Sequence[tuple[int, str]]) -> str:
+        """Create the memory ``name`` unless it exists; return its stored configuration.
+
+        Creating stores, at once, ``config``, version 0 with ``head`` and the
+        entry ``rows`` (``(seq, row)`` pairs), and a checkpoint of that
+        version.  When ``name`` exists nothing is written and the
+        configuration it was created with is returned (the caller compares it).
+        """
+        ...
+
+    def load(self, name: str) -> tuple[int, str, list[str]]:
+        """The current state of ``name``, read at once: ``(version, head, rows)``.
+
+        Raises:
+            KeyError: ``name`` was never opened.
+        """
+        ...
+
     def read(self, name: str, after: int, upto: int | None = None) -> Sequence[tuple[int, str]]:
         """The log records ``(version, record)`` of ``name`` with ``after < version <= upto``
         (no upper bound when ``upto`` is None), in version order.
 
-        Records older than the second newest checkpoint may be gone (compaction):
-        a caller checks that the first version returned is ``after + 1``.
+        Records older than the older of the two newest checkpoints may be gone
+        (compaction): a caller checks that the first version returned is ``after + 1``.
         """
         ...
 
-    def append(self, name: str, version: int, record: str) -> bool:
-        """Add ``record`` as version ``version`` if the latest version of ``name`` is
-        ``version - 1``; return whether it was added (False: someone got there first).
+    def append(
+        self,
+        name: str,
+        version: int,
+        record: str,
+        head: str,
+        written: Sequence[tuple[int, str]],
+        removed: Sequence[int],
+    ) -> bool:
+        """Commit ``version`` if the latest version of ``name`` is ``version - 1``; return
+        whether it was committed (False: someone got there first, nothing is written).
 
-        When this returns True the record is committed (durable as the engine promises).
+        Committing adds ``record`` to the log, sets the head, deletes the rows
+        whose put orders are in ``removed``, then writes the ``(seq, row)``
+        pairs in ``written``, all at once.  When this returns True the commit is
+        durable as the engine promises.
+
+        Raises:
+            KeyError: ``name`` was never opened.
         """
         ...
 
-    def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str]:
-        """The newest checkpoint ``(version, snapshot)`` of ``name`` with ``version <= at_most``
-        (the newest of all when ``at_most`` is None).
+    def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[str]]:
+        """The newest checkpoint ``(version, head, rows)`` of ``name`` with ``version <= at_most``
+        (the newest of all when ``at_most`` is None), read at once.
 
         Raises:
             KeyError: ``name`` was never opened, or no checkpoint that old is kept.
         """
         ...
 
-    def compact(self, name: str, version: int, snapshot: str, min_gap: int) -> bool:
-        """Write the checkpoint ``(version, snapshot)`` if the newest one is at least
-        ``min_gap`` versions older, keeping the two newest checkpoints and the log records
-        after the older of them; return whether it was written."""
+    def compact(self, name: str, min_gap: int) -> bool:
+        """Checkpoint the current state if the newest checkpoint is at least ``min_gap``
+        versions older; then keep only the two newest checkpoints and the log after the
+        older of them.  Return whether a checkpoint was made.
+
+        The copy is made inside the engine: no state crosses to the caller.
+        """
         ...
 
     def close(self) -> None:

@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 @dataclass
 class _Named:
     config: str
-    checkpoints: dict[int, str]
+    version: int
+    head: str
+    rows: dict[int, str]
     log: dict[int, str] = field(default_factory=dict)
-
-    def latest(self) -> int:
-        return max(max(self.log, default=0), max(self.checkpoints))
+    checkpoints: dict[int, tuple[str, dict[int, str]]] = field(default_factory=dict)
 
 
 class InMemoryStore:
@@ -35,12 +35,6 @@ class InMemoryStore:
         self._lock = threading.Lock()
         self._names: dict[str, _Named] = {}
 
-    def open(self, name: str, config: str, snapshot: str) -> str:
-        """See :meth:`lethe.store.Store.open`."""
-        with self._lock:
-            named = self._names.setdefault(name, _Named(config, {0: snapshot}))
-            return named.config
-
     def names(self) -> list[str]:
         """See :meth:`lethe.store.Store.names`."""
         with self._lock:
@@ -51,22 +45,49 @@ class InMemoryStore:
         with self._lock:
             return self._names[name].config
 
+    def open(self, name: str, config: str, head: str, rows: Sequence[tuple[int, str]]) -> str:
+        """See :meth:`lethe.store.Store.open`."""
+        with self._lock:
+            named = self._names.get(name)
+            if named is None:
+                state = dict(rows)
+                named = self._names[name] = _Named(config, 0, head, state, checkpoints={0: (head, dict(state))})
+            return named.config
+
+    def load(self, name: str) -> tuple[int, str, list[str]]:
+        """See :meth:`lethe.store.Store.load`."""
+        with self._lock:
+            named = self._names[name]
+            return named.version, named.head, list(named.rows.values())
+
     def read(self, name: str, after: int, upto: int | None = None) -> Sequence[tuple[int, str]]:
         """See :meth:`lethe.store.Store.read`."""
         with self._lock:
             log = self._names[name].log
             return [(v, log[v]) for v in sorted(log) if v > after and (upto is None or v <= upto)]
 
-    def append(self, name: str, version: int, record: str) -> bool:
+    def append(
+        self,
+        name: str,
+        version: int,
+        record: str,
+        head: str,
+        written: Sequence[tuple[int, str]],
+        removed: Sequence[int],
+    ) -> bool:
         """See :meth:`lethe.store.Store.append`."""
         with self._lock:
             named = self._names[name]
-            if named.latest() != version - 1:
+            if named.version != version - 1:
                 return False
             named.log[version] = record
+            named.version, named.head = version, head
+            for seq in removed:
+                named.rows.pop(seq, None)
+            named.rows.update(written)
             return True
 
-    def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str]:
+    def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[str]]:
         """See :meth:`lethe.store.Store.checkpoint`."""
         with self._lock:
             checkpoints = self._names[name].checkpoints
@@ -74,15 +95,16 @@ class InMemoryStore:
             if not found:
                 raise KeyError(at_most)
             version = max(found)
-            return version, checkpoints[version]
+            head, rows = checkpoints[version]
+            return version, head, list(rows.values())
 
-    def compact(self, name: str, version: int, snapshot: str, min_gap: int) -> bool:
+    def compact(self, name: str, min_gap: int) -> bool:
         """See :meth:`lethe.store.Store.compact`."""
         with self._lock:
             named = self._names[name]
-            if version - max(named.checkpoints) < min_gap or version not in named.log:
+            if named.version - max(named.checkpoints) < min_gap:
                 return False
-            named.checkpoints[version] = snapshot
+            named.checkpoints[named.version] = (named.head, dict(named.rows))
             kept = sorted(named.checkpoints)[-2:]
             named.checkpoints = {v: named.checkpoints[v] for v in kept}
             named.log = {v: r for v, r in named.log.items() if v > kept[0]}

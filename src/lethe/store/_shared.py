@@ -15,8 +15,9 @@ from lethe._config import Config
 from lethe._entry import Entry
 from lethe._map import EMPTY
 from lethe._memory import Memory
-from lethe._serialize import change_from_dict, change_to_dict, memory_from_dict, memory_to_dict
+from lethe._serialize import memory_to_dict
 from lethe._snapshot import Snapshot
+from lethe.store import _records
 from lethe.store._engine import Store
 from lethe.store._errors import StoreError
 
@@ -27,10 +28,6 @@ R = TypeVar("R")
 #: The configuration fields a store keeps (hooks are process-local and never stored).
 _CONFIG_FIELDS = ("max_entries", "decay_fn", "half_life", "eviction_threshold", "summarize_threshold")
 _EMPTY = Snapshot(EMPTY, 0, 0, None, -math.inf)
-
-
-def _dumps(data: Any) -> str:
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
 
 
 def _config_document(config: Config) -> dict[str, Any]:
@@ -122,7 +119,12 @@ class Shared(Generic[K, V]):
         self._summaries: dict[tuple[Any, int], tuple[Any, Any]] = {}
         self._lock = threading.RLock()
         mine = _config_document(self._config)
-        stored = store.open(name, _dumps(mine), _dumps(memory_to_dict(self._config, template._snapshot())))
+        try:
+            stored = store.config(name)
+        except KeyError:  # a new name: store the template's entries too (another process may beat us to it)
+            snapshot = template._snapshot()
+            rows = [(e.seq, _records.row(e, self._decay_fn)) for e in snapshot.entries.values()]
+            stored = store.open(name, _records.dumps(mine), _records.head(snapshot), rows)
         theirs = json.loads(stored)
         for field in _CONFIG_FIELDS:
             if theirs.get(field) != mine[field]:
@@ -130,7 +132,7 @@ class Shared(Generic[K, V]):
                     f"{name!r} was stored with another configuration: {field} is {theirs.get(field)!r} "
                     f"in the store, {mine[field]!r} here"
                 )
-        self._version, self._replica = self._loaded(None)
+        self._version, self._replica = self._loaded()
         self._checkpointed = self._version
         self._catch_up()
 
@@ -151,26 +153,30 @@ class Shared(Generic[K, V]):
         """The version :meth:`current` last saw (0: the initial entries, n: after n commits)."""
         return self._version
 
-    def _loaded(self, at_most: int | None) -> tuple[int, Memory[K, V]]:
-        """The newest checkpoint at or before ``at_most``, as a memory under the template's configuration."""
+    def _restored(self, what: str, head: str, rows: list[str]) -> Memory[K, V]:
+        """A memory under the template's configuration from a stored head and rows."""
         try:
-            version, text = self._store.checkpoint(self._name, at_most)
+            snapshot = _records.snapshot(head, rows, self._decay_fn, self._config.max_entries)
+        except ValueError as exc:
+            raise StoreError(f"{self._name!r}: {what} cannot be read: {exc}") from None
+        return Memory._restored(self._config, snapshot)
+
+    def _loaded(self) -> tuple[int, Memory[K, V]]:
+        """The current state, read from the store's current entries (no log to replay)."""
+        version, head, rows = self._store.load(self._name)
+        return version, self._restored(f"the state at version {version}", head, rows)
+
+    def _checkpointed_at(self, at_most: int) -> tuple[int, Memory[K, V]]:
+        """The newest checkpoint at or before ``at_most``."""
+        try:
+            version, head, rows = self._store.checkpoint(self._name, at_most)
         except KeyError:
             raise StoreError(f"{self._name!r}: no checkpoint at or before version {at_most} is kept") from None
-        try:
-            _, snapshot = memory_from_dict(
-                json.loads(text),
-                decay_fn=self._decay_fn,
-                summarize_fn=self._summarize,
-                clock_fn=self._config.clock_fn,
-            )
-        except ValueError as exc:
-            raise StoreError(f"{self._name!r}: checkpoint {version} cannot be read: {exc}") from None
-        return version, Memory._restored(self._config, snapshot)
+        return version, self._restored(f"checkpoint {version}", head, rows)
 
     def _change(self, version: int, record: str, evicted: bool) -> Change:
         try:
-            return change_from_dict(json.loads(record), self._decay_fn, evicted=evicted)
+            return _records.change(record, self._decay_fn, evicted=evicted)
         except ValueError as exc:
             raise StoreError(f"{self._name!r}: log record {version} cannot be read: {exc}") from None
 
@@ -190,8 +196,8 @@ class Shared(Generic[K, V]):
     def _catch_up(self) -> None:
         rows = self._store.read(self._name, self._version)
         if rows and rows[0][0] != self._version + 1:
-            # Compacted past this replica: start again from the newest checkpoint.
-            version, mem = self._loaded(None)
+            # Compacted past this replica: start again from the current entries.
+            version, mem = self._loaded()
             rows = self._store.read(self._name, version)
             self._version, self._replica = self._folded(version, mem, rows)
             return
@@ -230,7 +236,7 @@ class Shared(Generic[K, V]):
         """
         if type(version) is not int or version < 0:
             raise ValueError(f"version must be an int >= 0, got {version!r}")
-        base, mem = self._loaded(version)
+        base, mem = self._checkpointed_at(version)
         rows = self._store.read(self._name, base, version)
         found, mem = self._folded(base, mem, rows)
         if found != version:
@@ -261,10 +267,13 @@ class Shared(Generic[K, V]):
         rows = self._store.read(self._name, since)
         if rows and rows[0][0] != since + 1:
             raise StoreError(f"{self._name!r}: the log after version {since} was compacted (from {rows[0][0]} on)")
-        return self._evicted(rows)
+        return self._evicted(since, rows)
 
-    def _evicted(self, rows: Any) -> Iterator[tuple[int, tuple[Entry[K, V], ...]]]:
+    def _evicted(self, since: int, rows: Any) -> Iterator[tuple[int, tuple[Entry[K, V], ...]]]:
         for version, record in rows:
+            if version != since + 1:
+                raise StoreError(f"{self._name!r}: the log goes from version {since} to {version} (truncated)")
+            since = version
             change = self._change(version, record, evicted=True)
             if change.evicted:
                 yield version, change.evicted
@@ -356,9 +365,19 @@ class Shared(Generic[K, V]):
             change.next_seq == base._next_seq and change.latest_us == base._latest_us
         ):
             return True  # nothing to commit
-        record = _dumps(change_to_dict(change, self._decay_fn))
+        fn = self._decay_fn
+        held = base._entries
+        written = [(e.seq, _records.row(e, fn)) for e in change.written]
+        removed = [held[k].seq for k in change.removed]
+        for e in change.written:
+            old = held.get(e.key)
+            if old is not None and old.seq != e.seq:
+                removed.append(old.seq)  # the key was put again: its old row goes
+        head = _records.head(new._snapshot())
+        evicted = (_records.row(e, fn) for e in change.evicted)
+        record = _records.record(head, (r for _, r in written), change.removed, evicted)
         version = self._version + 1
-        if not self._store.append(self._name, version, record):
+        if not self._store.append(self._name, version, record, head, written, removed):
             return False
         committed: Memory[K, V] = new._rehooked(self._config)
         self._version, self._replica = version, committed
@@ -371,8 +390,7 @@ class Shared(Generic[K, V]):
         gap = max(self._checkpoint_every, len(self._replica))
         if self._version - self._checkpointed < gap:
             return
-        snapshot = _dumps(memory_to_dict(self._config, self._replica._snapshot()))
-        self._store.compact(self._name, self._version, snapshot, gap)
+        self._store.compact(self._name, gap)
         self._checkpointed = self._version  # written here or by someone else lately
 
     async def atransact(self, fn: Callable[[Memory[K, V]], tuple[Memory[K, V], R]]) -> R:

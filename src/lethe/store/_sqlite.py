@@ -18,13 +18,18 @@ VERSION = 1
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS memories (name TEXT PRIMARY KEY, config TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS checkpoints (name TEXT NOT NULL, version INTEGER NOT NULL,"
-    " snapshot TEXT NOT NULL, PRIMARY KEY (name, version))",
-    "CREATE TABLE IF NOT EXISTS log (name TEXT NOT NULL, version INTEGER NOT NULL,"
-    " record TEXT NOT NULL, PRIMARY KEY (name, version))",
+    "CREATE TABLE IF NOT EXISTS memories (name TEXT PRIMARY KEY, config TEXT NOT NULL, version INTEGER NOT NULL,"
+    " head TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS entries (name TEXT NOT NULL, seq INTEGER NOT NULL, entry TEXT NOT NULL,"
+    " PRIMARY KEY (name, seq)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS log (name TEXT NOT NULL, version INTEGER NOT NULL, record TEXT NOT NULL,"
+    " PRIMARY KEY (name, version))",
+    "CREATE TABLE IF NOT EXISTS checkpoints (name TEXT NOT NULL, version INTEGER NOT NULL, head TEXT NOT NULL,"
+    " PRIMARY KEY (name, version))",
+    "CREATE TABLE IF NOT EXISTS checkpoint_entries (name TEXT NOT NULL, version INTEGER NOT NULL, seq INTEGER NOT NULL,"
+    " entry TEXT NOT NULL, PRIMARY KEY (name, version, seq)) WITHOUT ROWID",
 )
-_TABLES = frozenset({"meta", "memories", "checkpoints", "log"})
+_TABLES = frozenset({"meta", "memories", "entries", "log", "checkpoints", "checkpoint_entries"})
 
 # Every open store, so that no connection is open across os.fork (see _before_fork).
 _OPEN: weakref.WeakSet[SQLiteStore] = weakref.WeakSet()
@@ -46,13 +51,25 @@ def _writing(conn: sqlite3.Connection) -> Iterator[None]:
         raise
     conn.execute("COMMIT")
 
+
+@contextmanager
+def _reading(conn: sqlite3.Connection) -> Iterator[None]:
+    """One read transaction: every query in the block sees the same version of the file."""
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        conn.execute("COMMIT")
+
+
 class SQLiteStore:
     """A :class:`~lethe.store.Store` in one SQLite file: many named memories, many processes.
 
-    The file holds four tables: ``meta`` (the format and its version),
-    ``memories`` (each name's configuration), ``checkpoints`` (whole
-    snapshots at some versions) and ``log`` (one row per committed version,
-    primary key ``(name, version)``).  It runs in WAL mode, so readers never
+    The file holds six tables: ``meta`` (the format and its version),
+    ``memories`` (each name's configuration, version and head), ``entries``
+    (the current entries, one row each), ``log`` (one row per committed
+    version, primary key ``(name, version)``) and ``checkpoints`` with
+    ``checkpoint_entries`` (copies of the state at some versions).  It runs in WAL mode, so readers never
     wait for a writer and a writer waits at most ``timeout`` seconds for
     another; an append is one short ``BEGIN IMMEDIATE`` transaction.
 
@@ -198,7 +215,7 @@ class SQLiteStore:
             raise KeyError(name)
         return str(row[0])
 
-    def open(self, name: str, config: str, snapshot: str) -> str:
+    def open(self, name: str, config: str, head: str, rows: Sequence[tuple[int, str]]) -> str:
         """See :meth:`lethe.store.Store.open`."""
         with self._lock:
             conn = self._connection()
@@ -208,9 +225,24 @@ class SQLiteStore:
             with _writing(conn):
                 row = conn.execute("SELECT config FROM memories WHERE name = ?", (name,)).fetchone()
                 if row is None:
-                    conn.execute("INSERT INTO memories VALUES (?, ?)", (name, config))
-                    conn.execute("INSERT INTO checkpoints VALUES (?, 0, ?)", (name, snapshot))
+                    conn.execute("INSERT INTO memories VALUES (?, ?, 0, ?)", (name, config, head))
+                    conn.executemany("INSERT INTO entries VALUES (?, ?, ?)", ((name, seq, r) for seq, r in rows))
+                    conn.execute("INSERT INTO checkpoints VALUES (?, 0, ?)", (name, head))
+                    conn.execute(
+                        "INSERT INTO checkpoint_entries SELECT name, 0, seq, entry FROM entries WHERE name = ?", (name,)
+                    )
             return config if row is None else str(row[0])
+
+    def load(self, name: str) -> tuple[int, str, list[str]]:
+        """See :meth:`lethe.store.Store.load`."""
+        with self._lock:
+            conn = self._connection()
+            with _reading(conn):
+                row = conn.execute("SELECT version, head FROM memories WHERE name = ?", (name,)).fetchone()
+                if row is None:
+                    raise KeyError(name)
+                rows = conn.execute("SELECT entry FROM entries WHERE name = ?", (name,)).fetchall()
+        return int(row[0]), str(row[1]), [r[0] for r in rows]
 
     def read(self, name: str, after: int, upto: int | None = None) -> Sequence[tuple[int, str]]:
         """See :meth:`lethe.store.Store.read`."""
@@ -221,48 +253,77 @@ class SQLiteStore:
                 (name, after, high),
             ).fetchall()
 
-    def append(self, name: str, version: int, record: str) -> bool:
+    def append(
+        self,
+        name: str,
+        version: int,
+        record: str,
+        head: str,
+        written: Sequence[tuple[int, str]],
+        removed: Sequence[int],
+    ) -> bool:
         """See :meth:`lethe.store.Store.append`."""
         with self._lock:
             conn = self._connection()
             with _writing(conn):
-                logged, checkpointed = conn.execute(
-                    "SELECT (SELECT max(version) FROM log WHERE name = ?),"
-                    " (SELECT max(version) FROM checkpoints WHERE name = ?)",
-                    (name, name),
-                ).fetchone()
-                if checkpointed is None:
-                    raise KeyError(name)
-                latest = checkpointed if logged is None else max(logged, checkpointed)
-                if latest != version - 1:
+                # The compare-and-swap: the head moves only from exactly the version before.
+                moved = conn.execute(
+                    "UPDATE memories SET version = ?, head = ? WHERE name = ? AND version = ?",
+                    (version, head, name, version - 1),
+                ).rowcount
+                if not moved:
+                    if conn.execute("SELECT 1 FROM memories WHERE name = ?", (name,)).fetchone() is None:
+                        raise KeyError(name)
                     return False  # another writer got there first (nothing written)
                 conn.execute("INSERT INTO log VALUES (?, ?, ?)", (name, version, record))
+                if removed:
+                    conn.executemany("DELETE FROM entries WHERE name = ? AND seq = ?", ((name, s) for s in removed))
+                if written:
+                    conn.executemany(
+                        "INSERT OR REPLACE INTO entries VALUES (?, ?, ?)", ((name, s, r) for s, r in written)
+                    )
             return True
 
-    def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str]:
+    def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[str]]:
         """See :meth:`lethe.store.Store.checkpoint`."""
         high = 2**63 - 1 if at_most is None else at_most
         with self._lock:
-            row = self._connection().execute(
-                "SELECT version, snapshot FROM checkpoints WHERE name = ? AND version <= ?"
-                " ORDER BY version DESC LIMIT 1",
-                (name, high),
-            ).fetchone()
-        if row is None:
-            raise KeyError(name if at_most is None else at_most)
-        return int(row[0]), str(row[1])
+            conn = self._connection()
+            with _reading(conn):
+                row = conn.execute(
+                    "SELECT version, head FROM checkpoints WHERE name = ? AND version <= ?"
+                    " ORDER BY version DESC LIMIT 1",
+                    (name, high),
+                ).fetchone()
+                if row is None:
+                    raise KeyError(name if at_most is None else at_most)
+                rows = conn.execute(
+                    "SELECT entry FROM checkpoint_entries WHERE name = ? AND version = ?", (name, row[0])
+                ).fetchall()
+        return int(row[0]), str(row[1]), [r[0] for r in rows]
 
-    def compact(self, name: str, version: int, snapshot: str, min_gap: int) -> bool:
+    def compact(self, name: str, min_gap: int) -> bool:
         """See :meth:`lethe.store.Store.compact`."""
         with self._lock:
             conn = self._connection()
             with _writing(conn):
-                newest = conn.execute("SELECT max(version) FROM checkpoints WHERE name = ?", (name,)).fetchone()[0]
-                known = conn.execute("SELECT 1 FROM log WHERE name = ? AND version = ?", (name, version)).fetchone()
-                if newest is None or version - newest < min_gap or known is None:
+                row = conn.execute(
+                    "SELECT version, (SELECT max(version) FROM checkpoints WHERE name = ?) FROM memories"
+                    " WHERE name = ?",
+                    (name, name),
+                ).fetchone()
+                if row is None:
+                    raise KeyError(name)
+                version, newest = row
+                if version - newest < min_gap:
                     return False  # nothing written
-                conn.execute("INSERT INTO checkpoints VALUES (?, ?, ?)", (name, version, snapshot))
-                conn.execute("DELETE FROM checkpoints WHERE name = ? AND version < ?", (name, newest))
+                conn.execute("INSERT INTO checkpoints SELECT name, version, head FROM memories WHERE name = ?", (name,))
+                conn.execute(
+                    "INSERT INTO checkpoint_entries SELECT name, ?, seq, entry FROM entries WHERE name = ?",
+                    (version, name),
+                )
+                for table in ("checkpoint_entries", "checkpoints"):
+                    conn.execute(f"DELETE FROM {table} WHERE name = ? AND version < ?", (name, newest))
                 conn.execute("DELETE FROM log WHERE name = ? AND version <= ?", (name, newest))
             return True
 
