@@ -60,9 +60,9 @@ _HIGH_US = int(to_us(datetime.max.replace(tzinfo=UTC)))
 assert MAX_ACCESS_COUNT <= 2**53  # access counts are exact JSON numbers
 
 
-def dumps(data: Any) -> str:
-    """Compact JSON (``NaN`` and infinities allowed, as ``to_dict`` values may hold them)."""
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
+#: Compact JSON (``NaN`` and infinities allowed, as ``to_dict`` values may hold them); one
+#: encoder for every call, as building one costs more than encoding a row.
+dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=True).encode
 
 
 # -- writing ----------------------------------------------------------------
@@ -97,8 +97,8 @@ def row(e: Entry[Any, Any], decay_fn: Any) -> str:
 
 def head(snapshot: Snapshot) -> str:
     """The counters and the latest clock reading of ``snapshot``."""
-    latest = None if snapshot.latest is None else int(snapshot.latest_us)
-    return dumps([snapshot.next_key, snapshot.next_seq, latest])
+    latest = "null" if snapshot.latest is None else int(snapshot.latest_us)
+    return f"[{snapshot.next_key},{snapshot.next_seq},{latest}]"
 
 
 def record(head_text: str, written: Iterable[str], removed: Iterable[Any], evicted: Iterable[str]) -> str:
