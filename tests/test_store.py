@@ -422,3 +422,24 @@ def test_names_and_config_read_without_writing(store: Store, clock: ManualClock)
     Shared(store, "alpha", Memory(clock_fn=clock))
     assert store.names() == ["alpha", "notes"]
     assert json.loads(store.config("notes"))["max_entries"] == 7
+
+
+def test_a_lock_held_too_long_is_a_store_error(tmp_path: Path, clock: ManualClock) -> None:
+    path = tmp_path / "store.db"
+    with SQLiteStore(path) as store:
+        Shared(store, "bot", _template(clock)).update(lambda m: m.put("v", key="k"))
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with SQLiteStore(path, timeout=0.05) as store:
+            shared = Shared(store, "bot", _template(clock))
+            before = shared.current()
+            with pytest.raises(StoreError, match="locked by another writer for 0.05 s"):
+                shared.update(lambda m: m.put("w", key="j"))
+            assert shared.current() is before
+            assert shared.version == 1
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    with SQLiteStore(path) as store:
+        assert Shared(store, "bot", _template(clock)).version == 1

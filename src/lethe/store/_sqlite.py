@@ -39,10 +39,19 @@ _INHERITED: list[sqlite3.Connection] = []
 
 
 @contextmanager
-def _writing(conn: sqlite3.Connection) -> Iterator[None]:
+def _writing(conn: sqlite3.Connection, timeout: float) -> Iterator[None]:
     """One write transaction: ``BEGIN IMMEDIATE`` (the write lock at once, so no deadlock
-    on upgrading a read), committed when the block ends, rolled back when it raises."""
-    conn.execute("BEGIN IMMEDIATE")
+    on upgrading a read), committed when the block ends, rolled back when it raises.
+
+    Raises:
+        StoreError: another writer held the lock for ``timeout`` seconds.
+    """
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        if "locked" not in str(exc):
+            raise
+        raise StoreError(f"the database stayed locked by another writer for {timeout} s") from None
     try:
         yield
     except BaseException:
@@ -151,7 +160,7 @@ class SQLiteStore:
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: not a lethe store ({exc})") from None
         if not tables:
-            with _writing(conn):
+            with _writing(conn, self.timeout):
                 for statement in _SCHEMA:
                     conn.execute(statement)
                 conn.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?), ('version', ?)", (FORMAT, str(VERSION)))
@@ -222,7 +231,7 @@ class SQLiteStore:
             row = conn.execute("SELECT config FROM memories WHERE name = ?", (name,)).fetchone()
             if row is not None:
                 return str(row[0])
-            with _writing(conn):
+            with _writing(conn, self.timeout):
                 row = conn.execute("SELECT config FROM memories WHERE name = ?", (name,)).fetchone()
                 if row is None:
                     conn.execute("INSERT INTO memories VALUES (?, ?, 0, ?)", (name, config, head))
@@ -265,7 +274,7 @@ class SQLiteStore:
         """See :meth:`lethe.store.Store.append`."""
         with self._lock:
             conn = self._connection()
-            with _writing(conn):
+            with _writing(conn, self.timeout):
                 # The compare-and-swap: the head moves only from exactly the version before.
                 moved = conn.execute(
                     "UPDATE memories SET version = ?, head = ? WHERE name = ? AND version = ?",
@@ -306,7 +315,7 @@ class SQLiteStore:
         """See :meth:`lethe.store.Store.compact`."""
         with self._lock:
             conn = self._connection()
-            with _writing(conn):
+            with _writing(conn, self.timeout):
                 row = conn.execute(
                     "SELECT version, (SELECT max(version) FROM checkpoints WHERE name = ?) FROM memories"
                     " WHERE name = ?",
