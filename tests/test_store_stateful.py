@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,14 @@ class Replicas(RuleBasedStateMachine):
             except StoreError:  # compacted away
                 continue
             assert replay == mem
+
+    @invariant()
+    def a_fresh_open_from_the_current_rows_equals_the_replay(self) -> None:
+        fresh = self.open()
+        if fresh.version in self.history:
+            assert fresh.current() == self.history[fresh.version]
+        with contextlib.suppress(StoreError):  # compacted away
+            assert fresh.at(fresh.version) == fresh.current()
 
     @invariant()
     def versions_never_skip(self) -> None:
