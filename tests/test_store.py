@@ -434,7 +434,7 @@ def test_a_lock_held_too_long_is_a_store_error(tmp_path: Path, clock: ManualCloc
         with SQLiteStore(path, timeout=0.05) as store:
             shared = Shared(store, "bot", _template(clock))
             before = shared.current()
-            with pytest.raises(StoreError, match="locked by another writer for 0.05 s"):
+            with pytest.raises(StoreError, match=r"locked by another writer for 0\.05 s"):
                 shared.update(lambda m: m.put("w", key="j"))
             assert shared.current() is before
             assert shared.version == 1
@@ -443,3 +443,48 @@ def test_a_lock_held_too_long_is_a_store_error(tmp_path: Path, clock: ManualCloc
         holder.close()
     with SQLiteStore(path) as store:
         assert Shared(store, "bot", _template(clock)).version == 1
+
+
+def _feed(shared: Shared[Any, Any]) -> dict[int, list[Any]]:
+    return {v: [e.key for e in gone] for v, gone in shared.evictions(since=0)}
+
+
+def test_a_function_that_changes_nothing_commits_nothing_after_an_eviction(store: Store, clock: ManualClock) -> None:
+    heard: list[list[Any]] = []
+    shared = Shared(store, "bot", _template(clock, max_entries=1, on_evict=lambda g: heard.append([e.key for e in g])))
+    shared.update(lambda m: m.put("old", key="a"))
+    shared.update(lambda m: m.put("new", key="b"))
+    before = shared.current()
+    assert shared.update(lambda m: m) is before
+    assert shared.transact(lambda m: (m, "same")) == "same"
+    assert shared.version == 2
+    assert _feed(shared) == {2: ["a"]}
+    assert heard == [["a"]]
+
+
+def test_every_eviction_of_a_function_is_in_the_feed(store: Store, clock: ManualClock) -> None:
+    heard: list[list[Any]] = []
+    shared = Shared(store, "bot", _template(clock, max_entries=1, on_evict=lambda g: heard.append([e.key for e in g])))
+    shared.update(lambda m: m.put("x", key="x"))
+    # put evicts x, then get (which evicts nothing) makes the version the function returns
+    committed = shared.update(lambda m: m.put("y", key="y").put("z", key="z").get("z")[0])
+    assert [e.key for e in committed.evicted] == ["x", "y"]
+    assert _feed(shared) == {2: ["x", "y"]}
+    assert heard == [["x", "y"]]
+    assert Shared(store, "bot", _template(clock, max_entries=1)).current().to_dict() == committed.to_dict()
+
+
+def test_an_eviction_on_a_version_the_function_dropped_is_not_reported(store: Store, clock: ManualClock) -> None:
+    heard: list[list[Any]] = []
+    shared = Shared(store, "bot", _template(clock, max_entries=1, on_evict=lambda g: heard.append([e.key for e in g])))
+    shared.update(lambda m: m.put("x", key="x"))
+
+    def look_then_rehearse(m: Memory[Any, Any]) -> Memory[Any, Any]:
+        m.put("y", key="y")  # evicts x from a version that is dropped
+        return m.get("x")[0]
+
+    committed = shared.update(look_then_rehearse)
+    assert committed.evicted == ()
+    assert committed.peek("x") is not None
+    assert _feed(shared) == {}
+    assert heard == []

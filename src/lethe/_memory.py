@@ -349,15 +349,16 @@ class Memory(_Version[K, V]):
         new = self._version(edit, change.latest, change.latest_us, change.next_key, change.next_seq, change.evicted)
         return new
 
-    def _rehooked(self, config: Config) -> Memory[K, V]:
+    def _rehooked(self, config: Config, evicted: tuple[Entry[K, V], ...] | None = None) -> Memory[K, V]:
         """This version under ``config``, a copy of its own configuration with other hooks
-        (``dataclasses.replace``): the same scorer and ranking, so nothing is rebuilt.  O(1)."""
+        (``dataclasses.replace``): the same scorer and ranking, so nothing is rebuilt; it
+        reports ``evicted`` (None: what this version reports).  O(1)."""
         new: Memory[K, V] = _new(Memory)
         _set_config(new, config)
         _set_entries(new, self._entries)
         _set_ranking(new, self._ranking)
         _set_deadlines(new, self._deadlines)
-        _set_evicted(new, self._evicted)
+        _set_evicted(new, self._evicted if evicted is None else evicted)
         _set_next_key(new, self._next_key)
         _set_next_seq(new, self._next_seq)
         _set_latest(new, self._latest)

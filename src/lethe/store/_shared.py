@@ -60,8 +60,10 @@ class Shared(Generic[K, V]):
 
     * ``on_evict`` is called by this object, once per commit of *this*
       process that evicted something, after the commit, with
-      ``committed.evicted``; never for an attempt that lost the race, never
-      for another process's commits (read those from :meth:`evictions`).
+      ``committed.evicted``: everything the operations of your function
+      evicted on the way to the version it returned (not only the last
+      operation's); never for an attempt that lost the race, never for
+      another process's commits (read those from :meth:`evictions`).
     * ``summarize_fn`` runs while your function runs.  Within one
       :meth:`update`, a summary computed for an entry (its key, put order
       and value) on an attempt that lost the race is reused by the next
@@ -114,9 +116,12 @@ class Shared(Generic[K, V]):
         # The configuration a write runs under: the template's, but on_evict is called
         # here after a commit, and summaries are remembered across attempts.
         self._run_config = dataclasses.replace(
-            self._config, on_evict=None, summarize_fn=None if self._summarize is None else self._summarized
+            self._config,
+            on_evict=self._heard,
+            summarize_fn=None if self._summarize is None else self._summarized,
         )
         self._summaries: dict[tuple[Any, int], tuple[Any, Any]] = {}
+        self._attempt: list[Entry[K, V]] = []  # what the operations of one attempt of fn evicted
         self._lock = threading.RLock()
         mine = _config_document(self._config)
         try:
@@ -318,7 +323,8 @@ class Shared(Generic[K, V]):
                 while True:
                     self._catch_up()
                     base = self._replica
-                    runner = base._rehooked(self._run_config)
+                    runner = base._rehooked(self._run_config, ())
+                    self._attempt.clear()
                     out = fn(runner)
                     if not (isinstance(out, tuple) and len(out) == 2):
                         raise TypeError(
@@ -329,6 +335,7 @@ class Shared(Generic[K, V]):
                         return result
             finally:
                 self._summaries.clear()
+                self._attempt.clear()
 
     def update(self, fn: Callable[[Memory[K, V]], Memory[K, V]]) -> Memory[K, V]:
         """Commit ``fn(current)`` and return the committed version, retrying on a lost race.
@@ -360,7 +367,7 @@ class Shared(Generic[K, V]):
         if not isinstance(new, Memory) or new._config is not self._run_config:
             what = type(new).__name__ if not isinstance(new, Memory) else "a Memory with another configuration"
             raise TypeError(f"fn must return a Memory made from the one it was given, got {what}")
-        change = runner._changes(new)
+        change = dataclasses.replace(runner._changes(new), evicted=self._evicted_by(new))
         if not change and not change.evicted and change.next_key == base._next_key and (
             change.next_seq == base._next_seq and change.latest_us == base._latest_us
         ):
@@ -379,12 +386,31 @@ class Shared(Generic[K, V]):
         version = self._version + 1
         if not self._store.append(self._name, version, record, head, written, removed):
             return False
-        committed: Memory[K, V] = new._rehooked(self._config)
+        committed: Memory[K, V] = new._rehooked(self._config, change.evicted)
         self._version, self._replica = version, committed
         self._maybe_checkpoint()
         if committed.evicted and self._on_evict is not None:
             self._on_evict(committed.evicted)
         return True
+
+    def _heard(self, evicted: tuple[Entry[K, V], ...]) -> None:
+        """The ``on_evict`` of the memories ``fn`` works on: each operation's evictions, kept."""
+        self._attempt.extend(evicted)
+
+    def _evicted_by(self, new: Memory[K, V]) -> tuple[Entry[K, V], ...]:
+        """What the operations that made ``new`` evicted: every entry an operation of this
+        attempt evicted, unless ``new`` still holds it (evicted on a version ``fn`` dropped),
+        each once, in the order they were evicted."""
+        held = new._entries
+        seen: set[tuple[Any, int]] = set()
+        out = []
+        for e in self._attempt:
+            kept = held.get(e.key)
+            if (kept is not None and kept.seq == e.seq) or (e.key, e.seq) in seen:
+                continue
+            seen.add((e.key, e.seq))
+            out.append(e)
+        return tuple(out)
 
     def _maybe_checkpoint(self) -> None:
         gap = max(self._checkpoint_every, len(self._replica))
