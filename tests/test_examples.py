@@ -131,3 +131,21 @@ def test_sweep_schedule(capsys: pytest.CaptureFixture[str]) -> None:
         assert abs((when - start).total_seconds() - hours * 3600) < 2
     sweep.main()
     assert "3 sweeps in 12 hours" in capsys.readouterr().out
+
+
+def test_shared_workers_lose_and_double_nothing() -> None:
+    # The workers are spawned: they import the example as a script, so it runs as one here too.
+    path = EXAMPLES / "shared_workers.py"
+    result = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "3 workers put 24 notes into one 5-entry memory"
+    assert [line.split(":")[0] for line in lines[1:4]] == ["worker 0", "worker 1", "worker 2"]
+    held = [line for line in lines if line.startswith("  w")]
+    assert len(held) == 5
+    assert "eviction feed: 19 entries evicted, by 19 versions" in lines
+    assert lines[-3:] == [
+        "every put is kept or in the eviction feed, exactly once: True",
+        "every eviction was reported by one worker's on_evict: True",
+        "every commit was one put or one rehearsal: True",
+    ]

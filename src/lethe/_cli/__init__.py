@@ -2,7 +2,7 @@
 
 * ``demo`` (the default): a short demonstration with a simulated clock.
 * ``curves``: the built-in decay curves as a terminal chart.
-* ``inspect FILE.json``: a saved ``Memory.to_dict()`` as a table (or JSON).
+* ``inspect FILE``: a saved ``Memory.to_dict()``, or a memory in a lethe store, as a table (or JSON).
 * ``simulate LOG.jsonl``: replay a log of operations through a model and a capacity.
 
 Bad input is reported in one line on stderr with exit status 2.
@@ -62,8 +62,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--model", action="append", metavar="NAME", help="a model to draw (repeatable; default: all)")
     c.add_argument("--half-life", default="1h", help="half-life, e.g. 30s, 15m, 1h, 2d, 1w (default 1h)")
     c.add_argument("--span", default="24h", help="time shown on the x axis (default 24h)")
-    i = sub.add_parser("inspect", help="show the entries of a saved Memory.to_dict() JSON file")
-    i.add_argument("file", metavar="FILE.json")
+    i = sub.add_parser(
+        "inspect", help="show the entries of a saved Memory.to_dict() JSON file or of a memory in a lethe store"
+    )
+    i.add_argument("file", metavar="FILE", help="a Memory.to_dict() JSON file or a lethe SQLite store (read only)")
+    i.add_argument("--name", metavar="NAME", help="the memory to show, in a store holding several")
     i.add_argument("--at", metavar="ISO-TIME", help="the moment to score at (default: now)")
     i.add_argument("--top", type=int, metavar="N", help="show only the first N entries")
     i.add_argument("--sort", choices=("score", "age", "key"), default="score")
@@ -99,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "curves":
             return curves(args.model, args.half_life, args.span)
         if args.command == "inspect":
-            return inspect(args.file, args.at, args.top, args.sort, args.json, model=args.model)
+            return inspect(args.file, args.at, args.top, args.sort, args.json, model=args.model, name=args.name)
         if args.command == "simulate":
             report = simulate(args.log, args.model, args.half_life, args.capacity)
             if args.json:

@@ -1,4 +1,7 @@
-"""``lethe inspect FILE.json``: a saved ``Memory.to_dict()`` as a table (or JSON) at a chosen moment.
+"""``lethe inspect FILE``: a saved ``Memory.to_dict()`` as a table (or JSON) at a chosen moment.
+
+``FILE`` may also be a lethe store (``lethe.store.SQLiteStore``, told by its content): the
+memory ``--name`` in it, at its latest version, read without writing to the file.
 
 Scores, states and forecasts are the library's own: ``Memory.scored``,
 ``Memory.time_until`` (when an entry falls below a threshold) and
@@ -8,10 +11,15 @@ Scores, states and forecasts are the library's own: ``Memory.scored``,
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
 import sys
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any, TextIO
 
 from lethe import ClockWarning, Entry, ManualClock, Memory
@@ -29,6 +37,7 @@ from lethe._cli._format import (
 from lethe._cli._models import half_life_of
 from lethe._cli._states import count_text, counts, state
 from lethe.decay import BUILTINS
+from lethe.store import Shared, SQLiteStore, StoreError
 
 
 def _unscored(entry: Entry[Any, Any], now: datetime) -> float:
@@ -38,32 +47,168 @@ def _unscored(entry: Entry[Any, Any], now: datetime) -> float:
 
 @dataclass
 class Loaded:
-    """A memory read by ``lethe inspect``, and where its scores come from."""
+    """A memory read by ``lethe inspect``, and where its scores come from.
+
+    ``name`` and ``version`` say which memory of a store, at which version, it is (None for a JSON file).
+    """
 
     memory: Any
     scored: bool
     scores: str
     decay_fn: Any
+    model_text: str
+    name: str | None = None
+    version: int | None = None
 
 
-def load(path: str, clock: ManualClock, model: str | None = None) -> Loaded:
+#: The first 16 bytes of every SQLite database file.
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def is_store(path: str) -> bool:
+    """Whether ``path`` is an SQLite database (a lethe store, if anything), by its first bytes, whatever its name.
+
+    Raises:
+        CLIError: no such file, or it cannot be read.
+    """
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+    except FileNotFoundError:
+        raise CLIError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise CLIError(f"{path}: cannot read: {exc}") from None
+
+
+@contextmanager
+def _untouched(path: str) -> Iterator[None]:
+    """Guards ``SQLiteStore(path)`` while the block runs, so that it writes nothing to the file.
+
+    * ``SQLiteStore`` creates its tables in an SQLite database that has none: such a file is
+      refused here (checked on a read-only connection).
+    * The last connection to close folds a write-ahead log left behind (by a writer that never
+      closed, say one killed) into the file.  When there is such a log, the read-only connection
+      stays open until the block ends: the store's connection is not the last to close, and a
+      read-only one does not fold.  Otherwise it closes first, and the store's connection, the
+      last, removes the side files SQLite made for it.
+
+    Raises:
+        CLIError: an SQLite database without tables, or not one at all.
+    """
+    left_over = os.path.exists(path + "-wal")
+    try:
+        conn = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise CLIError(f"{path}: cannot read: {exc}") from None
+    try:
+        try:
+            tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
+        except sqlite3.Error as exc:
+            raise CLIError(f"{path}: not a lethe store ({exc})") from None
+        if not tables:
+            raise CLIError(f"{path}: not a lethe store (an SQLite database with no tables)")
+        if not left_over:
+            conn.close()
+        yield
+    finally:
+        conn.close()
+
+
+def _template(config_text: str, clock: ManualClock) -> tuple[Memory[Any, Any], dict[str, Any]]:
+    """An empty memory under the stored configuration, and the stored ``decay_fn`` document.
+
+    A custom decay function is stored by its kind only; :func:`_unscored` stands in for it.
+    """
+    config = json.loads(config_text)
+    if not isinstance(config, dict) or not isinstance(config.get("decay_fn"), dict):
+        raise ValueError(f"expected a JSON object with a decay_fn object, got {config_text:.80}")
+    saved: dict[str, Any] = config["decay_fn"]
+    custom = saved.get("name") == "custom"
+    # The fields Memory.to_dict() writes besides the configuration (format, entries, ...) from an empty memory.
+    data = {**Memory().to_dict(), **config}
+    return Memory.from_dict(data, clock_fn=clock, decay_fn=_unscored if custom else None), saved
+
+
+def read_store(path: str, name: str | None, clock: ManualClock) -> tuple[dict[str, Any], str, int]:
+    """The latest version of the memory ``name`` in the lethe store ``path``, as ``Memory.to_dict()`` writes it,
+    with the stored ``decay_fn`` document; and its name and version.
+
+    Nothing is written: the file must exist (``SQLiteStore`` would create it; :func:`load` checks)
+    and hold tables (see :func:`_untouched`).  ``name`` may be None when the store holds exactly
+    one memory.
+
+    Raises:
+        CLIError: no such file, not a lethe store (or a newer one), no such name (the message lists
+            the names held), or a configuration or log that cannot be read.
+    """
+    try:
+        with _untouched(path), SQLiteStore(path) as store:
+            names = store.names()
+            held = ", ".join(map(repr, names)) or "none"
+            if name is None:
+                if not names:
+                    raise CLIError(f"{path}: the store holds no memories")
+                if len(names) != 1:
+                    raise CLIError(f"{path}: holds {len(names)} memories ({held}); choose one with --name")
+                name = names[0]
+            try:
+                config_text = store.config(name)
+            except KeyError:
+                raise CLIError(f"{path}: no memory named {name!r}; the store holds {held}") from None
+            try:
+                template, saved = _template(config_text, clock)
+            except (ValueError, RecursionError) as exc:
+                raise CLIError(f"{path}: {name!r}: the stored configuration cannot be read: {exc}") from None
+            try:
+                with warnings.catch_warnings():
+                    # The memory is read again below, at --at: that reading reports a clock ahead of it.
+                    warnings.simplefilter("ignore", ClockWarning)
+                    shared = Shared(store, name, template)
+                    mem = shared.current()
+            except StoreError as exc:  # a checkpoint or log record that cannot be read
+                raise CLIError(f"{path}: {exc}") from None
+            except ValueError as exc:  # the stored configuration, read back, differs from itself
+                raise CLIError(f"{path}: {name!r}: {exc}") from None
+            data = mem.to_dict()
+    except StoreError as exc:  # not a lethe store, or a newer one: the message names the file
+        raise CLIError(str(exc)) from None
+    except sqlite3.Error as exc:
+        raise CLIError(f"{path}: cannot read the store: {exc}") from None
+    data["decay_fn"] = saved
+    return data, name, shared.version
+
+
+def load(path: str, clock: ManualClock, model: str | None = None, name: str | None = None) -> Loaded:
     """The memory saved in ``path`` (CLIError with one line for every kind of bad file).
 
-    A memory saved with a custom decay function is loaded unscored unless
-    ``model`` names a built-in to score it with.
+    ``path`` is a ``Memory.to_dict()`` JSON file or, told apart by its content, a lethe store
+    (``SQLiteStore``), read without writing: the memory ``name`` in it (optional when it holds
+    only one), at its latest version.  A memory saved with a custom decay function is loaded
+    unscored unless ``model`` names a built-in to score it with.
     """
     if model is not None and model not in BUILTINS:
         raise CLIError(f"--model: unknown decay function {model!r}; choose one of {sorted(BUILTINS)}")
-    text = "".join(read_lines(path))
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise CLIError(f"{path}: not valid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise CLIError(f"{path}: expected a JSON object saved by Memory.to_dict(), got a JSON {json_type(data)}")
+    version: int | None = None
+    if is_store(path):
+        data, name, version = read_store(path, name, clock)
+    elif name is not None:
+        raise CLIError(f"--name: {path} is not a lethe store (--name picks a memory in an SQLite store file)")
+    else:
+        text = "".join(read_lines(path))
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise CLIError(f"{path}: not valid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise CLIError(f"{path}: expected a JSON object saved by Memory.to_dict(), got a JSON {json_type(data)}")
     saved: Any = data.get("decay_fn")
     custom = isinstance(saved, dict) and saved.get("name") == "custom"
-    saved_repr = f"a custom decay function ({saved.get('repr', '?')!s:.60})" if custom else "its saved decay function"
+    # A store keeps no repr of a custom decay function, only that it was custom.
+    described = f"{saved.get('repr', '?')!s:.60}" if custom and version is None else None
+    if not custom:
+        saved_repr = "its saved decay function"
+    else:
+        saved_repr = "a custom decay function" + ("" if described is None else f" ({described})")
     if model is not None:
         decay_fn: Any = model
         scores = f"scored with --model {model} (built from the saved half_life), not {saved_repr}"
@@ -84,7 +229,19 @@ def load(path: str, clock: ManualClock, model: str | None = None) -> Loaded:
         else:
             warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     shown = saved if decay_fn is _unscored else getattr(mem.decay_fn, "to_dict", lambda: {"name": "?"})()
-    return Loaded(memory=mem, scored=decay_fn is not _unscored, scores=scores, decay_fn=shown)
+    if decay_fn is _unscored:
+        model_text = "custom decay function" + ("" if described is None else f" {described}")
+    else:
+        model_text = repr(mem.decay_fn)
+    return Loaded(
+        memory=mem,
+        scored=decay_fn is not _unscored,
+        scores=scores,
+        decay_fn=shown,
+        model_text=model_text,
+        name=name,
+        version=version,
+    )
 
 
 def crossing(mem: Memory[Any, Any], key: Any, threshold: float, at: datetime) -> float | None:
@@ -208,13 +365,17 @@ def inspect(
     as_json: bool = False,
     out: TextIO = sys.stdout,
     model: str | None = None,
+    name: str | None = None,
 ) -> int:
-    """Print the entries of a saved memory with their scores, states, summaries and threshold crossings."""
+    """Print the entries of a saved memory with their scores, states, summaries and threshold crossings.
+
+    ``path`` is a ``Memory.to_dict()`` JSON file or a lethe store; ``name`` picks the memory in a store.
+    """
     moment = datetime.now(timezone.utc) if at is None else parse_time(at, "--at")
     if top is not None and top < 0:
         raise CLIError(f"--top: must be >= 0, got {top}")
     clock = ManualClock(moment)
-    loaded = load(path, clock, model)
+    loaded = load(path, clock, model, name)
     mem = loaded.memory
     rows, by_state = inspect_rows(mem, clock, moment, sort, top, loaded.scored)
     half_life = half_life_of(mem) if loaded.scored else None
@@ -224,6 +385,7 @@ def inspect(
     if as_json:
         doc = {
             "file": path,
+            **({} if loaded.version is None else {"name": loaded.name, "version": loaded.version}),
             "at": moment.isoformat(),
             "size": len(mem),
             "expired": expired,
@@ -258,13 +420,10 @@ def inspect(
         write_json(doc, out)
         return 0
     w = out.write
-    if loaded.scored:
-        model_text = repr(mem.decay_fn)
-    else:
-        model_text = f"custom decay function {loaded.decay_fn.get('repr', '?')!s:.60}"
+    where = "" if loaded.version is None else f"{loaded.name} @ version {loaded.version}, "
     next_text = "unavailable" if not loaded.scored else "never" if upcoming is None else upcoming.isoformat()
     w(
-        f"{path}: {held}, {model_text}, at {moment.isoformat()}\n"
+        f"{path}: {where}{held}, {loaded.model_text}, at {moment.isoformat()}\n"
         f"scores: {loaded.scores}; "
         + (f"half-life {format_duration(half_life)}\n" if half_life is not None else "no half-life\n")
         + f"thresholds: summarize < {mem.summarize_threshold:g}, evict < {mem.eviction_threshold:g}; "
