@@ -110,43 +110,56 @@ def record(head_text: str, written: Iterable[str], removed: Iterable[Any], evict
 # -- reading ----------------------------------------------------------------
 
 
-def _moment(value: Any, where: str, cache: dict[int, Moment]) -> Moment:
-    known = cache.get(value) if type(value) is int else None
-    if known is not None:
-        return known
+def _moment(value: Any, field: str) -> Moment:
     if type(value) is not int or not _LOW_US <= value <= _HIGH_US:
-        raise ValueError(f"{where}: expected microseconds since 1970 within the datetime range, got {value!r}")
-    moment = cache[value] = (from_us(value), float(value))
-    return moment
+        raise ValueError(f"{field}: expected microseconds since 1970 within the datetime range, got {value!r}")
+    return from_us(value), float(value)
 
 
-def entry(raw: Any, where: str, decay_fn: Any, cache: dict[int, Moment]) -> Entry[Any, Any]:
-    """The entry a row (parsed) holds; ``cache`` shares instants between rows.
+def entry(raw: Any, decay_fn: Any) -> Entry[Any, Any]:
+    """The entry a row (parsed) holds.
 
     Raises:
-        ValueError: a field is malformed (the message names it after ``where``).
+        ValueError: a field is malformed (the message starts with "." and the field's name).
     """
     if type(raw) is not list or len(raw) != len(ROW):
-        raise ValueError(f"{where[:-1]}: expected a list of {len(ROW)} fields, got {str(raw)[:80]}")
+        raise ValueError(f": expected a list of {len(ROW)} fields, got {str(raw)[:80]}")
     seq, key, value, inserted, accessed, count, pinned, importance, metadata, summary, summarized, expires, state = raw
     return checked_entry(
-        where,
+        ".",
         key,
         value,
-        _moment(inserted, where + "inserted_us", cache),
-        _moment(accessed, where + "accessed_us", cache),
+        _moment(inserted, ".inserted_us"),
+        _moment(accessed, ".accessed_us"),
         count,
         pinned,
         importance,
         metadata,
         summary,
         summarized,
-        None if expires is None else _moment(expires, where + "expires_us", cache),
+        None if expires is None else _moment(expires, ".expires_us"),
         seq,
         state,
         decay_fn,
         True,
     )
+
+
+def _entries(texts: Iterable[Any], where: str, decay_fn: Any, parse: bool) -> list[Entry[Any, Any]]:
+    """The entries of rows (their text when ``parse``), each named ``where[i]`` in an error.
+
+    Row by row, each parsed list dropped at once: the collector never sees them pile up,
+    and no error message is built unless one is raised.
+    """
+    out = []
+    try:
+        for raw in texts:
+            out.append(entry(json.loads(raw) if parse else raw, decay_fn))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{where}[{len(out)}]: not JSON ({exc})") from None
+    except ValueError as exc:  # its message starts with "." and the field, or ":"
+        raise ValueError(f"{where}[{len(out)}]{exc}") from None
+    return out
 
 
 def _head(raw: Any) -> tuple[int, int, datetime | None, float]:
@@ -158,7 +171,7 @@ def _head(raw: Any) -> tuple[int, int, datetime | None, float]:
             raise ValueError(f"head.{name}: expected an int >= 0, got {value!r}")
     if latest is None:
         return next_key, next_seq, None, -math.inf
-    moment, us = _moment(latest, "head.latest", {})
+    moment, us = _moment(latest, "head.latest")
     return next_key, next_seq, moment, us
 
 
@@ -180,9 +193,7 @@ def snapshot(head_text: str, rows: Sequence[str], decay_fn: Any, max_entries: in
     next_key, next_seq, latest, latest_us = _head(_parsed(head_text, "head"))
     if len(rows) > max_entries:
         raise ValueError(f"entries: {len(rows)} entries exceed max_entries={max_entries}")
-    parsed = _parsed(f"[{','.join(rows)}]", "entries")
-    cache: dict[int, Moment] = {}
-    built = [entry(raw, f"entries[{i}].", decay_fn, cache) for i, raw in enumerate(parsed)]
+    built = _entries(rows, "entries", decay_fn, parse=True)
     check_entries(built, next_seq, latest, latest_us, decay_fn)
     return Snapshot(EMPTY.update({e.key: e for e in built}), next_key, next_seq, latest, latest_us)
 
@@ -201,9 +212,8 @@ def change(text: str, decay_fn: Any, *, evicted: bool = True) -> Change:
         if type(data[name]) is not list:
             raise ValueError(f"record.{name}: expected a list, got {type(data[name]).__name__}")
     next_key, next_seq, latest, latest_us = _head(data["head"])
-    cache: dict[int, Moment] = {}
-    written = tuple(entry(raw, f"written[{i}].", decay_fn, cache) for i, raw in enumerate(data["written"]))
+    written = tuple(_entries(data["written"], "written", decay_fn, parse=False))
     removed = tuple(checked_key(raw, f"removed[{i}]") for i, raw in enumerate(data["removed"]))
     gone = data["evicted"] if evicted else ()
-    dropped = tuple(entry(raw, f"evicted[{i}].", decay_fn, cache) for i, raw in enumerate(gone))
+    dropped = tuple(_entries(gone, "evicted", decay_fn, parse=False))
     return Change(written, removed, next_key, next_seq, latest, latest_us, dropped)
