@@ -374,8 +374,8 @@ def test_a_truncated_log_is_a_store_error(tmp_path: Path, clock: ManualClock) ->
         ("UPDATE entries SET entry = replace(entry, '[1,1,', '[1,0,') WHERE seq = 1", "duplicate key 0"),
         ("UPDATE entries SET entry = replace(entry, '[1,1,', '[0,1,') WHERE seq = 1", "duplicate seq 0"),
         ("UPDATE entries SET entry = replace(entry, '[1,1,\"v1\",', '[1,1,\"v1\",-9') WHERE seq = 1", "inserted_us"),
-        ("UPDATE memories SET head = '[1]'", "head: expected"),
-        ("UPDATE memories SET head = '[3, -1, null]'", r"head\.next_seq"),
+        ("UPDATE log SET head = '[1]' WHERE version = 3", "head: expected"),
+        ("UPDATE log SET head = '[3, -1, null]' WHERE version = 3", r"head\.next_seq"),
     ],
 )
 def test_a_damaged_state_is_a_store_error(

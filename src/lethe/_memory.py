@@ -325,9 +325,10 @@ class Memory(_Version[K, V]):
     def _snapshot(self) -> Snapshot:
         return Snapshot(self._entries, self._next_key, self._next_seq, self._latest, self._latest_us)
 
-    def _changes(self, new: Memory[K, V]) -> Change:
-        """What turns this version into ``new`` (a version made from it), with what ``new`` reported."""
-        return between(self._snapshot(), new._snapshot(), new._evicted)
+    def _changes(self, new: Memory[K, V], evicted: tuple[Entry[K, V], ...] | None = None) -> Change:
+        """What turns this version into ``new`` (a version made from it), with what ``new``
+        reported (or ``evicted``, when given)."""
+        return between(self._snapshot(), new._snapshot(), new._evicted if evicted is None else evicted)
 
     def _applied(self, change: Change) -> Memory[K, V]:
         """This version with ``change`` applied: the version it was found from, rebuilt without

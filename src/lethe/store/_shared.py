@@ -367,7 +367,7 @@ class Shared(Generic[K, V]):
         if not isinstance(new, Memory) or new._config is not self._run_config:
             what = type(new).__name__ if not isinstance(new, Memory) else "a Memory with another configuration"
             raise TypeError(f"fn must return a Memory made from the one it was given, got {what}")
-        change = dataclasses.replace(runner._changes(new), evicted=self._evicted_by(new))
+        change = runner._changes(new, self._evicted_by(new))
         if not change and not change.evicted and change.next_key == base._next_key and (
             change.next_seq == base._next_seq and change.latest_us == base._latest_us
         ):
@@ -401,6 +401,8 @@ class Shared(Generic[K, V]):
         """What the operations that made ``new`` evicted: every entry an operation of this
         attempt evicted, unless ``new`` still holds it (evicted on a version ``fn`` dropped),
         each once, in the order they were evicted."""
+        if not self._attempt:
+            return ()
         held = new._entries
         seen: set[tuple[Any, int]] = set()
         out = []

@@ -18,12 +18,11 @@ VERSION = 1
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS memories (name TEXT PRIMARY KEY, config TEXT NOT NULL, version INTEGER NOT NULL,"
-    " head TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS memories (name TEXT PRIMARY KEY, config TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS entries (name TEXT NOT NULL, seq INTEGER NOT NULL, entry TEXT NOT NULL,"
     " PRIMARY KEY (name, seq)) WITHOUT ROWID",
-    "CREATE TABLE IF NOT EXISTS log (name TEXT NOT NULL, version INTEGER NOT NULL, record TEXT NOT NULL,"
-    " PRIMARY KEY (name, version))",
+    "CREATE TABLE IF NOT EXISTS log (name TEXT NOT NULL, version INTEGER NOT NULL, head TEXT NOT NULL,"
+    " record TEXT NOT NULL, PRIMARY KEY (name, version))",
     "CREATE TABLE IF NOT EXISTS checkpoints (name TEXT NOT NULL, version INTEGER NOT NULL, head TEXT NOT NULL,"
     " PRIMARY KEY (name, version))",
     "CREATE TABLE IF NOT EXISTS checkpoint_entries (name TEXT NOT NULL, version INTEGER NOT NULL, seq INTEGER NOT NULL,"
@@ -75,10 +74,11 @@ class SQLiteStore:
     """A :class:`~lethe.store.Store` in one SQLite file: many named memories, many processes.
 
     The file holds six tables: ``meta`` (the format and its version),
-    ``memories`` (each name's configuration, version and head), ``entries``
-    (the current entries, one row each), ``log`` (one row per committed
-    version, primary key ``(name, version)``) and ``checkpoints`` with
-    ``checkpoint_entries`` (copies of the state at some versions).  It runs in WAL mode, so readers never
+    ``memories`` (each name's configuration), ``entries`` (the current
+    entries, one row each), ``log`` (one row per committed version with the
+    head after it, primary key ``(name, version)``; the newest row is never
+    compacted away) and ``checkpoints`` with ``checkpoint_entries`` (copies
+    of the state at some versions, version 0 among them until compacted).  It runs in WAL mode, so readers never
     wait for a writer and a writer waits at most ``timeout`` seconds for
     another; an append is one short ``BEGIN IMMEDIATE`` transaction.
 
@@ -234,7 +234,7 @@ class SQLiteStore:
             with _writing(conn, self.timeout):
                 row = conn.execute("SELECT config FROM memories WHERE name = ?", (name,)).fetchone()
                 if row is None:
-                    conn.execute("INSERT INTO memories VALUES (?, ?, 0, ?)", (name, config, head))
+                    conn.execute("INSERT INTO memories VALUES (?, ?)", (name, config))
                     conn.executemany("INSERT INTO entries VALUES (?, ?, ?)", ((name, seq, r) for seq, r in rows))
                     conn.execute("INSERT INTO checkpoints VALUES (?, 0, ?)", (name, head))
                     conn.execute(
@@ -242,16 +242,25 @@ class SQLiteStore:
                     )
             return config if row is None else str(row[0])
 
+    def _head(self, conn: sqlite3.Connection, name: str) -> tuple[int, str]:
+        """The latest version of ``name`` and its head: the newest log row, else the newest checkpoint."""
+        row = conn.execute(
+            "SELECT version, head FROM log WHERE name = ? ORDER BY version DESC LIMIT 1", (name,)
+        ).fetchone() or conn.execute(
+            "SELECT version, head FROM checkpoints WHERE name = ? ORDER BY version DESC LIMIT 1", (name,)
+        ).fetchone()
+        if row is None:
+            raise KeyError(name)
+        return int(row[0]), str(row[1])
+
     def load(self, name: str) -> tuple[int, str, list[str]]:
         """See :meth:`lethe.store.Store.load`."""
         with self._lock:
             conn = self._connection()
             with _reading(conn):
-                row = conn.execute("SELECT version, head FROM memories WHERE name = ?", (name,)).fetchone()
-                if row is None:
-                    raise KeyError(name)
+                version, head = self._head(conn, name)
                 rows = conn.execute("SELECT entry FROM entries WHERE name = ?", (name,)).fetchall()
-        return int(row[0]), str(row[1]), [r[0] for r in rows]
+        return version, head, [r[0] for r in rows]
 
     def read(self, name: str, after: int, upto: int | None = None) -> Sequence[tuple[int, str]]:
         """See :meth:`lethe.store.Store.read`."""
@@ -275,22 +284,15 @@ class SQLiteStore:
         with self._lock:
             conn = self._connection()
             with _writing(conn, self.timeout):
-                # The compare-and-swap: the head moves only from exactly the version before.
-                moved = conn.execute(
-                    "UPDATE memories SET version = ?, head = ? WHERE name = ? AND version = ?",
-                    (version, head, name, version - 1),
-                ).rowcount
-                if not moved:
-                    if conn.execute("SELECT 1 FROM memories WHERE name = ?", (name,)).fetchone() is None:
-                        raise KeyError(name)
+                # The compare-and-swap: the record goes in at exactly the version after the latest.
+                latest, _ = self._head(conn, name)
+                if latest != version - 1:
                     return False  # another writer got there first (nothing written)
-                conn.execute("INSERT INTO log VALUES (?, ?, ?)", (name, version, record))
-                if removed:
-                    conn.executemany("DELETE FROM entries WHERE name = ? AND seq = ?", ((name, s) for s in removed))
-                if written:
-                    conn.executemany(
-                        "INSERT OR REPLACE INTO entries VALUES (?, ?, ?)", ((name, s, r) for s, r in written)
-                    )
+                conn.execute("INSERT INTO log VALUES (?, ?, ?, ?)", (name, version, head, record))
+                for seq in removed:  # one or two rows a commit: execute is cheaper than executemany
+                    conn.execute("DELETE FROM entries WHERE name = ? AND seq = ?", (name, seq))
+                for seq, row in written:
+                    conn.execute("INSERT OR REPLACE INTO entries VALUES (?, ?, ?)", (name, seq, row))
             return True
 
     def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[str]]:
@@ -316,17 +318,11 @@ class SQLiteStore:
         with self._lock:
             conn = self._connection()
             with _writing(conn, self.timeout):
-                row = conn.execute(
-                    "SELECT version, (SELECT max(version) FROM checkpoints WHERE name = ?) FROM memories"
-                    " WHERE name = ?",
-                    (name, name),
-                ).fetchone()
-                if row is None:
-                    raise KeyError(name)
-                version, newest = row
+                version, head = self._head(conn, name)
+                newest = conn.execute("SELECT max(version) FROM checkpoints WHERE name = ?", (name,)).fetchone()[0]
                 if version - newest < min_gap:
                     return False  # nothing written
-                conn.execute("INSERT INTO checkpoints SELECT name, version, head FROM memories WHERE name = ?", (name,))
+                conn.execute("INSERT INTO checkpoints VALUES (?, ?, ?)", (name, version, head))
                 conn.execute(
                     "INSERT INTO checkpoint_entries SELECT name, ?, seq, entry FROM entries WHERE name = ?",
                     (version, name),
