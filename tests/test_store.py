@@ -488,3 +488,14 @@ def test_an_eviction_on_a_version_the_function_dropped_is_not_reported(store: St
     assert committed.peek("x") is not None
     assert _feed(shared) == {}
     assert heard == []
+
+
+def test_a_row_holding_two_json_values_is_named(tmp_path: Path, clock: ManualClock) -> None:
+    path = tmp_path / "store.db"
+    with SQLiteStore(path) as store:
+        shared = Shared(store, "bot", _template(clock))
+        for i in range(3):
+            shared.update(lambda m, i=i: m.put(f"v{i}", key=i))
+    _damage(path, "UPDATE entries SET entry = entry || ',' || entry WHERE seq = 1")
+    with SQLiteStore(path) as store, pytest.raises(StoreError, match=r"entries\[\d\]: not JSON"):
+        Shared(store, "bot", _template(clock))

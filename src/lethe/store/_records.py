@@ -145,21 +145,32 @@ def entry(raw: Any, decay_fn: Any) -> Entry[Any, Any]:
     )
 
 
-def _entries(texts: Iterable[Any], where: str, decay_fn: Any, parse: bool) -> list[Entry[Any, Any]]:
-    """The entries of rows (their text when ``parse``), each named ``where[i]`` in an error.
-
-    Row by row, each parsed list dropped at once: the collector never sees them pile up,
-    and no error message is built unless one is raised.
-    """
+def _entries(raws: Sequence[Any], where: str, decay_fn: Any, first: int = 0) -> list[Entry[Any, Any]]:
+    """The entries of parsed rows, the i-th named ``where[first + i]`` in an error (built only then)."""
     out = []
     try:
-        for raw in texts:
-            out.append(entry(json.loads(raw) if parse else raw, decay_fn))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{where}[{len(out)}]: not JSON ({exc})") from None
+        for raw in raws:
+            out.append(entry(raw, decay_fn))
     except ValueError as exc:  # its message starts with "." and the field, or ":"
-        raise ValueError(f"{where}[{len(out)}]{exc}") from None
+        raise ValueError(f"{where}[{first + len(out)}]{exc}") from None
     return out
+
+
+#: Rows parsed per ``json.loads`` call when opening: few enough that the parsed lists
+#: are dropped before the collector sees them pile up, enough to spread the call's cost.
+_CHUNK = 256
+
+
+def _parsed_rows(texts: Sequence[str], start: int) -> list[Any]:
+    chunk = texts[start : start + _CHUNK]
+    try:
+        parsed = json.loads(f"[{','.join(chunk)}]")
+    except ValueError:
+        parsed = None
+    if type(parsed) is list and len(parsed) == len(chunk):
+        return parsed
+    # Some row is not one JSON value: parse them one by one, which names it.
+    return [_parsed(text, f"entries[{start + i}]") for i, text in enumerate(chunk)]
 
 
 def _head(raw: Any) -> tuple[int, int, datetime | None, float]:
@@ -193,7 +204,9 @@ def snapshot(head_text: str, rows: Sequence[str], decay_fn: Any, max_entries: in
     next_key, next_seq, latest, latest_us = _head(_parsed(head_text, "head"))
     if len(rows) > max_entries:
         raise ValueError(f"entries: {len(rows)} entries exceed max_entries={max_entries}")
-    built = _entries(rows, "entries", decay_fn, parse=True)
+    built: list[Entry[Any, Any]] = []
+    for start in range(0, len(rows), _CHUNK):
+        built += _entries(_parsed_rows(rows, start), "entries", decay_fn, start)
     check_entries(built, next_seq, latest, latest_us, decay_fn)
     return Snapshot(EMPTY.update({e.key: e for e in built}), next_key, next_seq, latest, latest_us)
 
@@ -212,8 +225,8 @@ def change(text: str, decay_fn: Any, *, evicted: bool = True) -> Change:
         if type(data[name]) is not list:
             raise ValueError(f"record.{name}: expected a list, got {type(data[name]).__name__}")
     next_key, next_seq, latest, latest_us = _head(data["head"])
-    written = tuple(_entries(data["written"], "written", decay_fn, parse=False))
+    written = tuple(_entries(data["written"], "written", decay_fn))
     removed = tuple(checked_key(raw, f"removed[{i}]") for i, raw in enumerate(data["removed"]))
     gone = data["evicted"] if evicted else ()
-    dropped = tuple(_entries(gone, "evicted", decay_fn, parse=False))
+    dropped = tuple(_entries(gone, "evicted", decay_fn))
     return Change(written, removed, next_key, next_seq, latest, latest_us, dropped)
