@@ -23,7 +23,8 @@ to choose where; only the public API of ``lethe.store`` is used):
 3. **open**: ``Shared(SQLiteStore(path), name, empty_template).current()`` in a
    fresh store object, against ``Memory.from_dict`` of the same memory's
    ``to_dict()`` (and of its JSON text); ``open.tail`` opens a memory that took
-   n/2 commits after its last checkpoint.
+   n/2 commits after its last checkpoint (it should cost the same: opening
+   reads the current entries and replays no log).
 4. **disk** (``--disk``): a 1,000-entry memory at capacity after U commits: the
    database file (and its -wal file) against one JSON snapshot of the memory.
 

@@ -79,10 +79,12 @@ class Shared(Generic[K, V]):
             :class:`~lethe.store.InMemoryStore`, any :class:`~lethe.store.Store`).
         name: The memory's name in the store.
         template: The configuration, hooks and (for a new name) initial entries.
-        checkpoint_every: Write a checkpoint (the whole memory) after at least
-            this many commits, and at least as many as the memory holds
-            entries, so the cost is O(1) per commit amortized; the log before
-            the older of the two newest checkpoints is deleted.
+        checkpoint_every: Have the store checkpoint the memory (copy its
+            current entries) after at least this many commits, and at least a
+            quarter as many as the memory holds entries, so the copy costs
+            O(1) per commit amortized; the log before the older of the two
+            newest checkpoints is deleted, so :meth:`at` and
+            :meth:`evictions` reach back at least that many versions.
 
     Raises:
         ValueError: ``name`` exists with another configuration (the message
@@ -99,7 +101,7 @@ class Shared(Generic[K, V]):
     ('node 7 fixed', 1)
     """
 
-    def __init__(self, store: Store, name: str, template: Memory[K, V], *, checkpoint_every: int = 1000) -> None:
+    def __init__(self, store: Store, name: str, template: Memory[K, V], *, checkpoint_every: int = 256) -> None:
         if not isinstance(template, Memory):
             raise TypeError(f"template must be a Memory, got {type(template).__name__}")
         if not isinstance(name, str):
@@ -415,7 +417,7 @@ class Shared(Generic[K, V]):
         return tuple(out)
 
     def _maybe_checkpoint(self) -> None:
-        gap = max(self._checkpoint_every, len(self._replica))
+        gap = max(self._checkpoint_every, len(self._replica) // 4)
         if self._version - self._checkpointed < gap:
             return
         self._store.compact(self._name, gap)
