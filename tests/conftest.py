@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from hypothesis import HealthCheck, settings
 
 from lethe import ManualClock, Memory
 
+from ._servers import Postgres, postgres, postgres_unavailable
 from ._support import HOUR, START, fake_clock
 
 __all__ = ["HOUR", "START"]
@@ -36,3 +38,29 @@ def make(clock: ManualClock) -> Callable[..., Memory[Any, Any]]:
         return Memory(**kwargs)
 
     return build
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Postgres]:
+    """One throwaway PostgreSQL cluster for the session (skips where none can run)."""
+    why = postgres_unavailable()
+    if why is not None:
+        pytest.skip(why)
+    with postgres() as server:
+        yield server
+
+
+_databases = itertools.count()
+
+
+@pytest.fixture
+def postgres_dsn(postgres_server: Postgres) -> Iterator[str]:
+    """A fresh, empty database on the session's cluster, dropped afterwards."""
+    import psycopg
+
+    name = f"t{os.getpid()}_{next(_databases)}"
+    with psycopg.connect(postgres_server.dsn(), autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    yield postgres_server.dsn(name)
+    with psycopg.connect(postgres_server.dsn(), autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE {name} WITH (FORCE)")

@@ -6,6 +6,8 @@ import asyncio
 import json
 import re
 import sqlite3
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,9 +31,18 @@ def _memory(tmp: Path) -> Store:
     return InMemoryStore()
 
 
-@pytest.fixture(params=[_memory, _sqlite], ids=["memory", "sqlite"])
+def _postgres(request: pytest.FixtureRequest) -> Store:
+    from lethe.store import PostgresStore
+
+    return PostgresStore(request.getfixturevalue("postgres_dsn"))
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    made: Store = request.param(tmp_path)
+    """Every engine: the same tests run on each (PostgreSQL on a throwaway server)."""
+    made: Store = _postgres(request) if request.param == "postgres" else {"memory": _memory, "sqlite": _sqlite}[
+        request.param
+    ](tmp_path)
     yield made
     made.close()
 
@@ -499,3 +510,22 @@ def test_a_row_holding_two_json_values_is_named(tmp_path: Path, clock: ManualClo
     _damage(path, "UPDATE entries SET entry = entry || ',' || entry WHERE seq = 1")
     with SQLiteStore(path) as store, pytest.raises(StoreError, match=r"entries\[\d\]: not JSON"):
         Shared(store, "bot", _template(clock))
+
+
+def test_importing_lethe_never_imports_a_server_client() -> None:
+    code = (
+        "import sys, lethe, lethe.store\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('psycopg', 'redis')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_postgres_store_reports_an_unreachable_server() -> None:
+    pytest.importorskip("psycopg")
+    from lethe.store import PostgresStore
+
+    from ._servers import free_port
+
+    with pytest.raises(StoreError, match="cannot connect to PostgreSQL"):
+        PostgresStore(f"postgresql://lethe@127.0.0.1:{free_port()}/postgres", timeout=1)

@@ -15,20 +15,28 @@ from typing import Any
 import pytest
 
 from lethe import Entry, Memory
-from lethe.store import Shared, SQLiteStore
+from lethe.store import Shared, SQLiteStore, Store
 
 PUTS = 15
 WORKERS = 3
 
 
-def _worker(path: str, w: int, heard: Any) -> None:
+def _open(engine: str, where: str) -> Store:
+    if engine == "postgres":
+        from lethe.store import PostgresStore
+
+        return PostgresStore(where)
+    return SQLiteStore(where)
+
+
+def _worker(engine: str, where: str, w: int, heard: Any) -> None:
     """Put PUTS values into the shared memory; report what this process's on_evict heard."""
     mine: list[str] = []
 
     def on_evict(gone: tuple[Entry[Any, Any], ...]) -> None:
         mine.extend(e.value for e in gone)
 
-    with SQLiteStore(path) as store:
+    with _open(engine, where) as store:
         shared = Shared(store, "bot", Memory(max_entries=5, on_evict=on_evict))
         for i in range(PUTS):
             shared.update(lambda m, i=i: m.put(f"{w}-{i}"))
@@ -43,20 +51,24 @@ def _integrity(path: Path) -> str:
         conn.close()
 
 
+@pytest.mark.parametrize("engine", ["sqlite", "postgres"])
 @pytest.mark.parametrize("method", ["fork", "spawn"])
-def test_processes_lose_nothing_and_double_nothing(tmp_path: Path, method: str) -> None:
+def test_processes_lose_nothing_and_double_nothing(
+    tmp_path: Path, method: str, engine: str, request: pytest.FixtureRequest
+) -> None:
     if method not in multiprocessing.get_all_start_methods():
         pytest.skip(f"no {method} start method here")
     path = tmp_path / "store.db"
+    where = request.getfixturevalue("postgres_dsn") if engine == "postgres" else str(path)
     # The parent has the store open while it forks: the child must not use the inherited connection.
-    parent = SQLiteStore(path)
+    parent = _open(engine, where)
     parent_heard: list[str] = []
     template = Memory(max_entries=5, on_evict=lambda gone: parent_heard.extend(e.value for e in gone))
     first = Shared(parent, "bot", template)
     first.update(lambda m: m.put("parent-0"))
     ctx = multiprocessing.get_context(method)
     heard = ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(str(path), w, heard)) for w in range(WORKERS)]
+    procs = [ctx.Process(target=_worker, args=(engine, where, w, heard)) for w in range(WORKERS)]
     for p in procs:
         p.start()
     first.update(lambda m: m.put("parent-1"))  # the parent keeps writing while they run
@@ -73,14 +85,16 @@ def test_processes_lose_nothing_and_double_nothing(tmp_path: Path, method: str) 
     # Each eviction was heard once, by the on_evict of the process whose commit made it.
     assert sorted([v for r in reports for v in r] + parent_heard) == sorted(fed)
     assert [v for v, _ in final.evictions()] == sorted({v for v, _ in final.evictions()})
+    first.update(lambda m: m.put("parent-2"))  # the parent's own connection still works after the forks
     parent.close()
-    assert _integrity(path) == "ok"
+    if engine == "sqlite":
+        assert _integrity(path) == "ok"
 
 
 _KILLED_WRITER = """
 import sys
 from lethe import Memory
-from lethe.store import Shared, SQLiteStore
+from lethe.store import Shared, SQLiteStore, Store
 store = SQLiteStore(sys.argv[1])
 shared = Shared(store, "bot", Memory(max_entries=50), checkpoint_every=7)
 i = 0

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
+import os
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import hypothesis.strategies as st
+import pytest
 from hypothesis import settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from lethe import Memory
 from lethe.store import InMemoryStore, Shared, SQLiteStore, Store, StoreError
 
+from ._servers import Postgres
 from ._support import fake_clock, summary
 
 KEYS = st.integers(0, 6)
@@ -118,3 +122,39 @@ TestReplicas = Replicas.TestCase
 TestReplicas.settings = settings(max_examples=40, stateful_step_count=30, deadline=None)
 TestSQLiteReplicas = SQLiteReplicas.TestCase
 TestSQLiteReplicas.settings = settings(max_examples=15, stateful_step_count=30, deadline=None)
+
+
+class PostgresReplicas(Replicas):
+    """The same machine on a throwaway PostgreSQL server, a fresh database per example."""
+
+    server: ClassVar[Postgres | None] = None
+    made = itertools.count()
+
+    def make_store(self) -> Store:
+        import psycopg
+
+        from lethe.store import PostgresStore
+
+        assert self.server is not None
+        self.database = f"replicas{os.getpid()}_{next(self.made)}"
+        with psycopg.connect(self.server.dsn(), autocommit=True) as admin:
+            admin.execute(f"CREATE DATABASE {self.database}")
+        return PostgresStore(self.server.dsn(self.database))
+
+    def teardown(self) -> None:
+        import psycopg
+
+        self.store.close()
+        assert self.server is not None
+        with psycopg.connect(self.server.dsn(), autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE {self.database} WITH (FORCE)")
+
+
+TestPostgresReplicas = PostgresReplicas.TestCase
+TestPostgresReplicas.settings = settings(max_examples=10, stateful_step_count=25, deadline=None)
+
+
+@pytest.fixture(autouse=True)
+def _postgres_for_replicas(request: pytest.FixtureRequest) -> None:
+    if request.cls is TestPostgresReplicas:
+        PostgresReplicas.server = request.getfixturevalue("postgres_server")

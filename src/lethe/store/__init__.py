@@ -19,10 +19,24 @@ the decay function or a hook.  See ``docs/store.md``.
 ('node 7 fixed', 2)
 """
 
+from typing import TYPE_CHECKING
+
 from lethe.store._engine import Store
 from lethe.store._errors import StoreError
 from lethe.store._memory import InMemoryStore
 from lethe.store._shared import Shared
 from lethe.store._sqlite import SQLiteStore
 
-__all__ = ["InMemoryStore", "SQLiteStore", "Shared", "Store", "StoreError"]
+if TYPE_CHECKING:
+    from lethe.store._postgres import PostgresStore
+
+__all__ = ["InMemoryStore", "PostgresStore", "SQLiteStore", "Shared", "Store", "StoreError"]
+
+
+def __getattr__(name: str) -> object:
+    # The engines on servers need their client library (an optional extra): imported on first use.
+    if name == "PostgresStore":
+        from lethe.store._postgres import PostgresStore
+
+        return PostgresStore
+    raise AttributeError(f"module 'lethe.store' has no attribute {name!r}")
