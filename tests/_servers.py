@@ -1,5 +1,7 @@
 """Throwaway database servers for the store's engine tests: real servers on 127.0.0.1, random ports.
 
+``redis-server`` runs as a child process of the tests, with no persistence.
+
 A PostgreSQL cluster is made with ``initdb`` in a temporary directory and run
 with ``pg_ctl`` (as the ``postgres`` user when the tests run as root, since
 PostgreSQL refuses to run as root), listening on 127.0.0.1 only, and stopped
@@ -16,6 +18,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -96,4 +99,44 @@ def postgres() -> Iterator[Postgres]:
                 [*as_user, f"{bindir}/pg_ctl", "-D", data, "-m", "immediate", "-w", "stop"], capture_output=True
             )
     finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def redis_unavailable() -> str | None:
+    """Why no throwaway Redis can run here, or None."""
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        return "redis-py is not installed (pip install -e '.[test]')"
+    if shutil.which("redis-server") is None:
+        return "redis-server is not installed (apt-get install redis-server)"
+    return None
+
+
+@contextmanager
+def redis_server(*extra: str) -> Iterator[str]:
+    """A fresh ``redis-server`` on 127.0.0.1 and a random port (no persistence unless ``extra``
+    asks for it), stopped afterwards; yields its URL."""
+    import redis
+
+    tmp = tempfile.mkdtemp(prefix="lethe-redis-")
+    port = free_port()
+    command = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", tmp, "--save", ""]
+    process = subprocess.Popen([*command, *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        client = redis.Redis.from_url(url)
+        for _ in range(500):
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.01)
+        else:
+            raise RuntimeError("redis-server did not start")
+        client.close()
+        yield url
+    finally:
+        process.kill()
+        process.wait()
         shutil.rmtree(tmp, ignore_errors=True)

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, settings
 
 from lethe import ManualClock, Memory
 
-from ._servers import Postgres, postgres, postgres_unavailable
+from ._servers import Postgres, postgres, postgres_unavailable, redis_server, redis_unavailable
 from ._support import HOUR, START, fake_clock
 
 __all__ = ["HOUR", "START"]
@@ -64,3 +64,19 @@ def postgres_dsn(postgres_server: Postgres) -> Iterator[str]:
     yield postgres_server.dsn(name)
     with psycopg.connect(postgres_server.dsn(), autocommit=True) as admin:
         admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """One throwaway redis-server for the session (skips where none can run)."""
+    why = redis_unavailable()
+    if why is not None:
+        pytest.skip(why)
+    with redis_server() as url:
+        yield url
+
+
+@pytest.fixture
+def redis_prefix() -> str:
+    """A key prefix no other test uses, so tests share the session's server."""
+    return f"t{os.getpid()}_{next(_databases)}"

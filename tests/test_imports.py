@@ -86,7 +86,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 
 
 #: The engines on servers, each the only module that imports its optional extra's client.
-EXTRAS = {"lethe.store._postgres": {"psycopg"}}
+EXTRAS = {"lethe.store._postgres": {"psycopg"}, "lethe.store._redis": {"redis"}}
 
 
 def test_the_core_imports_only_the_standard_library() -> None:

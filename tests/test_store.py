@@ -37,12 +37,19 @@ def _postgres(request: pytest.FixtureRequest) -> Store:
     return PostgresStore(request.getfixturevalue("postgres_dsn"))
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def _redis(request: pytest.FixtureRequest) -> Store:
+    from lethe.store import RedisStore
+
+    return RedisStore(request.getfixturevalue("redis_url"), prefix=request.getfixturevalue("redis_prefix"))
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres", "redis"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    """Every engine: the same tests run on each (PostgreSQL on a throwaway server)."""
-    made: Store = _postgres(request) if request.param == "postgres" else {"memory": _memory, "sqlite": _sqlite}[
-        request.param
-    ](tmp_path)
+    """Every engine: the same tests run on each (PostgreSQL and Redis on throwaway servers)."""
+    if request.param in ("postgres", "redis"):
+        made: Store = (_postgres if request.param == "postgres" else _redis)(request)
+    else:
+        made = (_memory if request.param == "memory" else _sqlite)(tmp_path)
     yield made
     made.close()
 
@@ -529,3 +536,20 @@ def test_postgres_store_reports_an_unreachable_server() -> None:
 
     with pytest.raises(StoreError, match="cannot connect to PostgreSQL"):
         PostgresStore(f"postgresql://lethe@127.0.0.1:{free_port()}/postgres", timeout=1)
+
+
+def test_a_commit_sent_twice_is_applied_once(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A lost reply makes redis-py send the same script again: the server must know its own commit.
+    store = _redis(request)
+    shared = Shared(store, "bot", Memory())
+    shared.update(lambda m: m.put("v", key="k"))
+    import lethe.store._redis as engine
+
+    monkeypatch.setattr(engine.secrets, "token_hex", lambda n: "same-operation")
+    head, record = "[1,1,null]", '{"head":[1,1,null],"written":[],"removed":[],"evicted":[]}'
+    assert store.append("bot", 2, record, head, [], [])
+    assert store.append("bot", 2, record, head, [], [])  # the same operation again: yes, once
+    assert [v for v, _ in store.read("bot", 0)] == [1, 2]
+    monkeypatch.setattr(engine.secrets, "token_hex", lambda n: "another-operation")
+    assert not store.append("bot", 2, record, head, [], [])  # another writer's try at version 2: lost
+    store.close()

@@ -26,6 +26,11 @@ def _open(engine: str, where: str) -> Store:
         from lethe.store import PostgresStore
 
         return PostgresStore(where)
+    if engine == "redis":
+        from lethe.store import RedisStore
+
+        url, prefix = where.split(" ")
+        return RedisStore(url, prefix=prefix)
     return SQLiteStore(where)
 
 
@@ -51,7 +56,7 @@ def _integrity(path: Path) -> str:
         conn.close()
 
 
-@pytest.mark.parametrize("engine", ["sqlite", "postgres"])
+@pytest.mark.parametrize("engine", ["sqlite", "postgres", "redis"])
 @pytest.mark.parametrize("method", ["fork", "spawn"])
 def test_processes_lose_nothing_and_double_nothing(
     tmp_path: Path, method: str, engine: str, request: pytest.FixtureRequest
@@ -59,7 +64,11 @@ def test_processes_lose_nothing_and_double_nothing(
     if method not in multiprocessing.get_all_start_methods():
         pytest.skip(f"no {method} start method here")
     path = tmp_path / "store.db"
-    where = request.getfixturevalue("postgres_dsn") if engine == "postgres" else str(path)
+    where = {
+        "sqlite": lambda: str(path),
+        "postgres": lambda: request.getfixturevalue("postgres_dsn"),
+        "redis": lambda: f"{request.getfixturevalue('redis_url')} {request.getfixturevalue('redis_prefix')}",
+    }[engine]()
     # The parent has the store open while it forks: the child must not use the inherited connection.
     parent = _open(engine, where)
     parent_heard: list[str] = []

@@ -158,3 +158,29 @@ TestPostgresReplicas.settings = settings(max_examples=10, stateful_step_count=25
 def _postgres_for_replicas(request: pytest.FixtureRequest) -> None:
     if request.cls is TestPostgresReplicas:
         PostgresReplicas.server = request.getfixturevalue("postgres_server")
+
+
+class RedisReplicas(Replicas):
+    """The same machine on a throwaway redis-server, a fresh key prefix per example."""
+
+    url: ClassVar[str | None] = None
+    made = itertools.count()
+
+    def make_store(self) -> Store:
+        from lethe.store import RedisStore
+
+        assert self.url is not None
+        return RedisStore(self.url, prefix=f"replicas{os.getpid()}_{next(self.made)}")
+
+    def teardown(self) -> None:
+        self.store.close()
+
+
+TestRedisReplicas = RedisReplicas.TestCase
+TestRedisReplicas.settings = settings(max_examples=15, stateful_step_count=30, deadline=None)
+
+
+@pytest.fixture(autouse=True)
+def _redis_for_replicas(request: pytest.FixtureRequest) -> None:
+    if request.cls is TestRedisReplicas:
+        RedisReplicas.url = request.getfixturevalue("redis_url")

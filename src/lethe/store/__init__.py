@@ -29,8 +29,9 @@ from lethe.store._sqlite import SQLiteStore
 
 if TYPE_CHECKING:
     from lethe.store._postgres import PostgresStore
+    from lethe.store._redis import RedisStore
 
-__all__ = ["InMemoryStore", "PostgresStore", "SQLiteStore", "Shared", "Store", "StoreError"]
+__all__ = ["InMemoryStore", "PostgresStore", "RedisStore", "SQLiteStore", "Shared", "Store", "StoreError"]
 
 
 def __getattr__(name: str) -> object:
@@ -39,4 +40,8 @@ def __getattr__(name: str) -> object:
         from lethe.store._postgres import PostgresStore
 
         return PostgresStore
+    if name == "RedisStore":
+        from lethe.store._redis import RedisStore
+
+        return RedisStore
     raise AttributeError(f"module 'lethe.store' has no attribute {name!r}")
