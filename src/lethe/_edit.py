@@ -15,6 +15,7 @@ from typing import Any, Generic, TypeVar
 from lethe import _expiry
 from lethe._btree import Tree
 from lethe._entry import Entry
+from lethe._gc import paused
 from lethe._map import PersistentMap
 from lethe._ranking import Ranking
 
@@ -81,14 +82,15 @@ class Edit(Generic[K, V]):
             for entry in added.values():
                 self.add(entry)
             return
-        # One pass over the changed paths of the map (each node copied once), not a rebuild:
-        # the untouched part of the map is shared, and no dict of every entry is built.
-        changed: list[tuple[Any, Entry[K, V]]] = [(old.key, new) for old, new in replaced]
-        changed += added.items()
-        self.entries = entries.edited([e.key for e in removed], changed, len(added))
-        self.ranking = self.ranking.edited(
-            {e.seq for e in removed}, {old.seq: new for old, new in replaced}, list(added.values())
-        )
+        with paused():  # many new nodes, all of them reachable: nothing for the collector to find
+            # One pass over the changed paths of the map (each node copied once), not a rebuild:
+            # the untouched part of the map is shared, and no dict of every entry is built.
+            changed: list[tuple[Any, Entry[K, V]]] = [(old.key, new) for old, new in replaced]
+            changed += added.items()
+            self.entries = entries.edited([e.key for e in removed], changed, len(added))
+            self.ranking = self.ranking.edited(
+                {e.seq for e in removed}, {old.seq: new for old, new in replaced}, list(added.values())
+            )
         deadlines = self.deadlines
         # Most entries have no deadline: only those that have one cost a call.
         for entry in removed:
