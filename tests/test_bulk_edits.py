@@ -101,6 +101,8 @@ def test_the_collector_is_as_it_was_after_a_bulk_write() -> None:
             gc.enable() if enabled else gc.disable()
             big = mem.put_many((i, i) for i in range(3000))
             assert gc.isenabled() is enabled
+            assert len(big.scored()) == 3000
+            assert gc.isenabled() is enabled
             Memory.from_dict(big.to_dict(), clock_fn=lambda: T0)
             assert gc.isenabled() is enabled
             faint = mem.configure(eviction_threshold=0.5, summarize_threshold=0.5).put_many(
