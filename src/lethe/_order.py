@@ -148,15 +148,16 @@ class Order:
 
     def _added(
         self,
-        old_keys: Tree | _Without,
+        looked_up: Tree,
         keys: Tree,
         k: float,
         entry: Entry[Any, Any],
         before: tuple[Any, ...] | None,
         after: tuple[Any, ...] | None,
     ) -> Order:
-        """The index of ``keys``: ``old_keys`` with ``entry`` inserted at key ``k``, ``before`` and
-        ``after`` it in its leaf (see ``Tree.insert_beside``)."""
+        """The index of ``keys``, which holds ``entry`` at key ``k`` now, ``before`` and ``after``
+        it in its leaf (see ``Tree.insert_beside``); ``looked_up``: the tree to look beside it in
+        when the leaf cannot tell (``keys`` itself, or the tree it was inserted into)."""
         origin = self.origin_us
         mixed = self.mixed
         # A run of one group stays one as long as every newcomer scores as any member does:
@@ -167,7 +168,9 @@ class Order:
         elif after is not None and after[0] == k:
             near = after
         elif before is None and len(keys) > 1:
-            near = old_keys.ceiling((k, -1))
+            near = looked_up.ceiling((k, -1))
+            if near is not None and near[1] == entry.seq:  # the entry itself: the next one was ``after``
+                near = None
         else:
             near = None
         if near is not None and near[0] == k and abs(k) != _INF and k not in mixed and not _same(near[2], entry):
@@ -187,7 +190,7 @@ class Order:
             return self.remove(old).add(new)  # a new origin: the index is rebuilt
         k = self.key(new)
         keys, before, after = self.keys.delete((self.key(old), old.seq)).insert_beside((k, new.seq, new))
-        return self._added(_Without(keys, new.seq), keys, k, new, before, after)
+        return self._added(keys, keys, k, new, before, after)
 
     def rebuilt(self, entries: Iterable[Entry[Any, Any]], origin_us: float) -> Order:
         """An index of ``entries`` keyed from ``origin_us`` (O(n log n))."""
@@ -399,23 +402,6 @@ class Order:
                 items = keys.ascending_from((k, _INF))
                 item = next(items, None)
         return out
-
-
-class _Without:
-    """The tree a swap inserted into, for ``Order._added``'s one look beside the new item:
-    ``ceiling`` as it would answer without the item of seq ``seq`` (the swap's newcomer)."""
-
-    __slots__ = ("keys", "seq")
-
-    def __init__(self, keys: Tree, seq: int) -> None:
-        self.keys = keys
-        self.seq = seq
-
-    def ceiling(self, probe: tuple[float, int]) -> tuple[Any, ...] | None:
-        found = self.keys.ceiling(probe)
-        if found is not None and found[1] == self.seq:  # the newcomer: the next item was ``after``
-            return None
-        return found
 
 
 def _unexpired(
