@@ -84,3 +84,72 @@ def test_bulk_load_equals_inserts() -> None:
     assert bulk.ceiling((12.0, float("inf"))) is None
     assert next(bulk.descending_below((5.0, -1))) == (4.0, 2994, 2994)
     assert list(bulk.descending_below((0.0, -1))) == []
+
+
+def _check_shape(tree: Tree) -> None:
+    """Every node within its capacity, and each branch's probes and seqs those of its children."""
+    from lethe._btree import _MAX, _MIN, _high, _low
+
+    def walk(node: object, height: int, root: bool) -> None:
+        if not height:
+            assert 0 < len(node) <= _MAX  # type: ignore[arg-type]
+            assert root or len(node) >= _MIN  # type: ignore[arg-type]
+            return
+        children, highs, lows = node  # type: ignore[misc]
+        assert 0 < len(children) <= _MAX
+        assert highs == [_high(c, height == 1) for c in children]
+        assert lows == [_low(c, height == 1) for c in children]
+        for child in children:
+            walk(child, height - 1, False)
+
+    if tree._root is not None:
+        walk(tree._root, tree._height, True)
+
+
+@given(
+    st.integers(0, 2000),
+    st.lists(st.floats(-1, 1, allow_nan=False), max_size=600),
+    st.data(),
+)
+def test_edited_equals_single_writes(size: int, new_keys: list[float], data: st.DataObject) -> None:
+    """``edited`` (many writes in one pass) against a sorted-list model; the old tree is unchanged."""
+    rng = random.Random(data.draw(st.integers(0, 2**32)))
+    items = sorted((rng.choice([0.0, 0.5, rng.random()]), seq, f"v{seq}") for seq in range(size))
+    tree = Tree(items)
+    if data.draw(st.booleans()):  # a tree shaped by single writes, not by the bulk load
+        for item in items[::3]:
+            tree = tree.delete((item[0], item[1]))
+        items = [i for i in items if i not in items[::3]]
+    seqs = [i[1] for i in items]
+    # Sometimes a run of the lowest keys (as evict() removes), sometimes a random choice.
+    cut = data.draw(st.integers(0, len(items)))
+    gone = set(seqs[:cut]) if data.draw(st.booleans()) else set(rng.sample(seqs, cut))
+    kept = [s for s in seqs if s not in gone]
+    replaced = {s: f"r{s}" for s in rng.sample(kept, min(len(kept), data.draw(st.integers(0, 50))))}
+    added = sorted((k, size + i, f"a{i}") for i, k in enumerate(new_keys))
+    before = tree.to_list()
+    new, windows, olds = tree.edited(gone, replaced, added)
+    model = sorted(
+        [(k, s, replaced.get(s, v)) for k, s, v in items if s not in gone] + added,
+        key=lambda i: (i[0], i[1]),
+    )
+    assert new.to_list() == model
+    assert len(new) == len(model)
+    assert list(new.descending()) == model[::-1]
+    assert tree.to_list() == before
+    assert sorted(olds) == sorted(i for i in items if i[1] in replaced)
+    _check_shape(new)
+    # Each window is a run of consecutive items of the new tree, and together they cover every added item.
+    positions = {(i[0], i[1]): n for n, i in enumerate(model)}
+    for window in windows:
+        at = [positions[(i[0], i[1])] for i in window]
+        assert at == list(range(at[0], at[0] + len(at)))
+    covered = {(i[0], i[1]) for w in windows for i in w}
+    for n, item in enumerate(model):
+        if item[1] >= size:
+            assert (item[0], item[1]) in covered
+            for near in model[max(0, n - 1) : n + 2]:
+                assert (near[0], near[1]) in covered
+    for lo in (-2.0, 0.0, 0.5):
+        inside = [i for i in model if (lo, -1) <= (i[0], i[1]) < (0.75, -1)]
+        assert new.earliest((lo, -1), (0.75, -1)) == (min(inside, key=lambda i: i[1]) if inside else None)

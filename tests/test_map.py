@@ -254,3 +254,48 @@ class TestDiff:
         assert changed == {10_000: "new", 5: "five"}
         assert removed == []
         assert 0 < len(calls) <= 4  # the old and new leaf of each changed path, nothing else
+
+
+class TestEdited:
+    """``edited``, the one-pass bulk write, against the same writes made one by one."""
+
+    @staticmethod
+    def key(n: int) -> Any:
+        # Plain ints (a wide trie) and colliding keys (deep chains, full-depth leaves), mixed.
+        return n if n % 2 else Collide(f"k{n}", n % 41 if n % 3 else (n % 7) << 10)
+
+    @given(
+        st.sets(st.integers(0, 400), max_size=200),
+        st.data(),
+    )
+    def test_matches_single_writes(self, start: set[int], data: st.DataObject) -> None:
+        base = build({self.key(n): n for n in start})
+        removed = data.draw(st.lists(st.sampled_from(sorted(start)), unique=True) if start else st.just([]))
+        present = [n for n in start if n not in removed]
+        replaced = data.draw(st.lists(st.sampled_from(sorted(present)), unique=True) if present else st.just([]))
+        added = data.draw(st.sets(st.integers(0, 600).filter(lambda n: n not in present), max_size=200))
+        changed = [(self.key(n), -n) for n in replaced] + [(self.key(n), -n - 1000) for n in sorted(added)]
+        one_by_one = base
+        model = {self.key(n): n for n in start}
+        for n in removed:
+            one_by_one = one_by_one.delete(self.key(n))
+            del model[self.key(n)]
+        for k, v in changed:
+            one_by_one = one_by_one.set(k, v)
+            model[k] = v
+        bulk = base.edited([self.key(n) for n in removed], changed, len(added))
+        agrees(bulk, model)
+        agrees(one_by_one, model)
+        agrees(base, {self.key(n): n for n in start})  # the old version is untouched
+
+    def test_everything_removed_is_the_empty_map(self) -> None:
+        base = build({i: i for i in range(1000)})
+        agrees(base.edited(list(range(1000)), [], 0), {})
+        assert base.edited([], [], 0) is base
+
+    def test_a_key_removed_and_set_again_takes_the_new_key_object(self) -> None:
+        base = build({1: "one", 2: "two"})
+        m = base.edited([1], [(True, "true")], 1)
+        assert [type(k) for k in m if k == 1] == [bool]
+        assert m[1] == "true"
+        assert len(m) == 2

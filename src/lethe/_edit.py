@@ -15,7 +15,8 @@ from typing import Any, Generic, TypeVar
 from lethe import _expiry
 from lethe._btree import Tree
 from lethe._entry import Entry
-from lethe._map import EMPTY, PersistentMap
+from lethe._gc import paused
+from lethe._map import PersistentMap
 from lethe._ranking import Ranking
 
 K = TypeVar("K")
@@ -81,16 +82,15 @@ class Edit(Generic[K, V]):
             for entry in added.values():
                 self.add(entry)
             return
-        kept: dict[Any, Entry[K, V]] = dict(entries.items())
-        for entry in removed:
-            del kept[entry.key]
-        for old, new in replaced:
-            kept[old.key] = new
-        kept.update(added)
-        self.entries = EMPTY.update(kept)
-        self.ranking = self.ranking.edited(
-            {e.seq for e in removed}, {old.seq: new for old, new in replaced}, list(added.values())
-        )
+        with paused():  # many new nodes, all of them reachable: nothing for the collector to find
+            # One pass over the changed paths of the map (each node copied once), not a rebuild:
+            # the untouched part of the map is shared, and no dict of every entry is built.
+            changed: list[tuple[Any, Entry[K, V]]] = [(old.key, new) for old, new in replaced]
+            changed += added.items()
+            self.entries = entries.edited([e.key for e in removed], changed, len(added))
+            self.ranking = self.ranking.edited(
+                {e.seq for e in removed}, {old.seq: new for old, new in replaced}, list(added.values())
+            )
         deadlines = self.deadlines
         # Most entries have no deadline: only those that have one cost a call.
         for entry in removed:

@@ -27,6 +27,7 @@ from lethe._entry import (
 )
 from lethe._errors import MemoryFullError, SummarizeError
 from lethe._expiry import expired as _expired
+from lethe._gc import paused
 from lethe._hooks import closed_if_awaitable
 from lethe._map import EMPTY, PersistentMap
 from lethe._ranking import Ranking, rank
@@ -490,7 +491,8 @@ class Memory(_Version[K, V]):
         """
         now, now_us = self._now()
         entries, scores = self._ranked(now, now_us)
-        return list(zip(entries, scores))
+        with paused():  # n pairs, all of them returned: nothing for the collector to find
+            return list(zip(entries, scores))
 
     def score_map(self) -> dict[K, float]:
         """``{key: score}`` for every entry, in score order."""
@@ -762,17 +764,18 @@ class Memory(_Version[K, V]):
         entries = edit.entries
         fresh: dict[Any, Entry[K, V]] = {}
         next_key, seq = self._next_key, self._next_seq
-        for key, value in pairs:
-            if key is None:
-                while next_key in entries or next_key in fresh:
+        with paused():  # new entries, all of them kept: nothing for the collector to find
+            for key, value in pairs:
+                if key is None:
+                    while next_key in entries or next_key in fresh:
+                        next_key += 1
+                    key = next_key
                     next_key += 1
-                key = next_key
-                next_key += 1
-            fresh[key] = make_entry(  # a repeated key: the later put replaces it (with the later seq)
-                key, value, now, now, 0, pinned, imp, meta, None, False, expires, seq, None, now_us, now_us,
-                deadline_us,
-            )
-            seq += 1
+                fresh[key] = make_entry(  # a repeated key: the later put replaces it (with the later seq)
+                    key, value, now, now, 0, pinned, imp, meta, None, False, expires, seq, None, now_us, now_us,
+                    deadline_us,
+                )
+                seq += 1
         replaced = [e for e in map(entries.get, fresh) if e is not None]
         # Equal keys of different types (1 and True) keep the later one: the chain does that.
         mixed = any(type(k) is not type(e.key) for k, e in fresh.items()) or any(
@@ -1309,21 +1312,23 @@ class Memory(_Version[K, V]):
         >>> Memory.from_dict(data, clock_fn=lambda: later, shift_to=later).peek("k").inserted_at == later
         True
         """
-        config, snapshot = memory_from_dict(
-            data,
-            decay_fn=decay_fn,
-            summarize_fn=summarize_fn,
-            on_evict=on_evict,
-            clock_fn=clock_fn,
-            shift_to=shift_to,
-        )
-        return cls._restored(config, snapshot)
+        with paused():  # n new entries and the structures holding them, all kept
+            config, snapshot = memory_from_dict(
+                data,
+                decay_fn=decay_fn,
+                summarize_fn=summarize_fn,
+                on_evict=on_evict,
+                clock_fn=clock_fn,
+                shift_to=shift_to,
+            )
+            return cls._restored(config, snapshot)
 
 
 def _unpickle(config: dict[str, Any], state: tuple[Any, ...]) -> Memory[Any, Any]:
     entries, next_key, next_seq, latest, latest_us = state
-    snapshot = Snapshot(EMPTY.update({e.key: e for e in entries}), next_key, next_seq, latest, latest_us)
-    return Memory._restored(build(config), snapshot)
+    with paused():
+        snapshot = Snapshot(EMPTY.update({e.key: e for e in entries}), next_key, next_seq, latest, latest_us)
+        return Memory._restored(build(config), snapshot)
 
 
 def _put_options(

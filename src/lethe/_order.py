@@ -144,6 +144,21 @@ class Order:
             return self.rebuilt([*self.entries(), entry], entry.accessed_us)
         k = self.key(entry)
         keys, before, after = self.keys.insert_beside((k, entry.seq, entry))
+        return self._added(self.keys, keys, k, entry, before, after)
+
+    def _added(
+        self,
+        looked_up: Tree,
+        keys: Tree,
+        k: float,
+        entry: Entry[Any, Any],
+        before: tuple[Any, ...] | None,
+        after: tuple[Any, ...] | None,
+    ) -> Order:
+        """The index of ``keys``, which holds ``entry`` at key ``k`` now, ``before`` and ``after``
+        it in its leaf (see ``Tree.insert_beside``); ``looked_up``: the tree to look beside it in
+        when the leaf cannot tell (``keys`` itself, or the tree it was inserted into)."""
+        origin = self.origin_us
         mixed = self.mixed
         # A run of one group stays one as long as every newcomer scores as any member does:
         # compare with a member beside it (looked up only when the leaf cannot tell).  Most
@@ -153,7 +168,9 @@ class Order:
         elif after is not None and after[0] == k:
             near = after
         elif before is None and len(keys) > 1:
-            near = self.keys.ceiling((k, -1))
+            near = looked_up.ceiling((k, -1))
+            if near is not None and near[1] == entry.seq:  # the entry itself: the next one was ``after``
+                near = None
         else:
             near = None
         if near is not None and near[0] == k and abs(k) != _INF and k not in mixed and not _same(near[2], entry):
@@ -167,8 +184,13 @@ class Order:
         return self._with(keys, self.origin_us, self.max_importance, self.mixed)
 
     def swap(self, old: Entry[Any, Any], new: Entry[Any, Any]) -> Order:
-        """The index with ``old`` replaced by ``new``."""
-        return self.remove(old).add(new)
+        """The index with ``old`` replaced by ``new``: what ``remove(old).add(new)`` gives, with
+        one new index made instead of two."""
+        if not (new.accessed_us - self.origin_us) * self.rate_us <= _REBASE:
+            return self.remove(old).add(new)  # a new origin: the index is rebuilt
+        k = self.key(new)
+        keys, before, after = self.keys.delete((self.key(old), old.seq)).insert_beside((k, new.seq, new))
+        return self._added(keys, keys, k, new, before, after)
 
     def rebuilt(self, entries: Iterable[Entry[Any, Any]], origin_us: float) -> Order:
         """An index of ``entries`` keyed from ``origin_us`` (O(n log n))."""
@@ -193,28 +215,18 @@ class Order:
             kept = [e for e in self.entries() if e.seq not in gone]
             return self.rebuilt([replaced.get(e.seq, e) for e in kept] + added, latest)
 
-        items = self.keys.to_list()
-        mixed = self.mixed
-        if replaced:
-            # A replacement keeps its key; should it not score as its old self, its run may be mixed now.
-            olds = {item[1]: item for item in items if item[1] in replaced}
-            changed = {k for seq, (k, _, old) in olds.items() if abs(k) != _INF and not _same(old, replaced[seq])}
-            if changed:
-                mixed = mixed | changed
-            keys = [
-                item if (seq := item[1]) not in replaced else (item[0], seq, replaced[seq])
-                for item in items
-                if item[1] not in gone
-            ]
-        else:
-            keys = [item for item in items if item[1] not in gone]
         key = self.key
+        fresh = sorted((key(e), e.seq, e) for e in added)
+        keys, windows, olds = self.keys.edited(gone, replaced, fresh)
+        mixed = self.mixed
+        # A replacement keeps its key; should it not score as its old self, its run may be mixed now.
+        changed = {k for k, seq, old in olds if abs(k) != _INF and not _same(old, replaced[seq])}
+        for window in windows:  # every pair of neighbours an added entry has
+            changed |= _mixed(window)
+        if changed:
+            mixed = mixed | changed
         most = max((e.importance for e in (*replaced.values(), *added)), default=0.0)
-        if added:
-            keys += sorted((key(e), e.seq, e) for e in added)
-            keys.sort()  # two sorted runs: merged in linear time
-            mixed = mixed | _mixed(keys)
-        return self._with(Tree(keys), self.origin_us, max(self.max_importance, most), mixed)
+        return self._with(keys, self.origin_us, max(self.max_importance, most), mixed)
 
     def entries(self) -> Iterator[Entry[Any, Any]]:
         """Every entry, in no particular order."""
