@@ -15,6 +15,7 @@ note, so the lethe-only measurements run with nothing but the standard library.
 
 from __future__ import annotations
 
+import copy
 import gc
 import heapq
 import importlib
@@ -36,8 +37,11 @@ from typing import Any
 import lethe
 from lethe import Entry, ManualClock, Memory
 from lethe._map import PersistentMap
+from lethe._ranking import SCAN
 
 DECAYS = ("exponential", "actr")
+#: Models indexed by group (``rank_key``): each measured against the same function behind a callable (a scan).
+GROUPED = ("power_law", "soft_floor", "access_weighted", "stability_exponential")
 START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 STEP = timedelta(seconds=1)
 #: The first clock reading of a benchmark (a reading moves the clock on by STEP after it).
@@ -229,6 +233,44 @@ def lethe_cases(n: int, decay: str, ops_fast: int, ops_slow: int, rng: random.Ra
         Case(f"{prefix}.put_many", "lethe", n, put_many, "put_many of n pairs into an empty memory (per entry)"),
         Case(f"{prefix}.put_chain", "lethe", n, put_chain, "n chained puts into an empty memory (per entry)"),
     ]
+
+
+def grouped_cases(n: int, decay: str, ops_slow: int) -> list[Case]:
+    """``put`` at capacity and ``top(10)`` of a model indexed by group (4 groups: the importances of
+    :func:`build_memory`), and of a twin that scans: the same memory, its ranking swapped for the
+    scan (so both score through the model's fast path), at n entries."""
+    keys = keys_for(n)
+    clock = fake_clock()
+    indexed = build_memory(n, decay, clock, n, keys)
+    built_at = clock.now
+    scanned = copy.copy(indexed)
+    Memory._ranking.__set__(scanned, SCAN)  # type: ignore[attr-defined]
+    new_keys = keys_for(ops_slow, "new")
+    slow_range = range(ops_slow)
+    cases = []
+    for prefix, full in ((f"lethe.{decay}", indexed), (f"scan.{decay}", scanned)):
+
+        def put_full(full: Memory[Any, Any] = full) -> int:
+            clock.set(built_at)
+            m = full
+            t0 = _now_ns()
+            for k in new_keys:
+                m = m.put(VALUE, key=k)
+            return _now_ns() - t0
+
+        def top10(full: Memory[Any, Any] = full) -> int:
+            clock.set(built_at)
+            t0 = _now_ns()
+            for _ in slow_range:
+                full.top(10)
+            return _now_ns() - t0
+
+        how = "indexed by group" if prefix.startswith("lethe") else "scanned (the same model, no index)"
+        cases += [
+            Case(f"{prefix}.put_full", "lethe", ops_slow, put_full, f"put a new key at capacity, {how}"),
+            Case(f"{prefix}.top10", "lethe", ops_slow, top10, f"top(10), {how}"),
+        ]
+    return cases
 
 
 TIED_HALF_LIFE = timedelta(hours=1)
@@ -562,6 +604,7 @@ def setup_size(
     references: bool = True,
     decays: Iterable[str] = DECAYS,
     measure_memory: bool = True,
+    grouped: bool = True,
 ) -> SizeSetup:
     """Build every case for size ``n`` (and measure memory per entry)."""
     rng = random.Random(n)
@@ -574,6 +617,9 @@ def setup_size(
             setup.memory[f"lethe.{decay}"] = lethe_memory_per_entry(n, decay)
         if measure_memory and decay == DECAYS[0]:
             setup.memory["entries"] = _map_memory_per_entry(n, _bare_entries)
+    if grouped:
+        for decay in GROUPED:
+            setup.cases += grouped_cases(n, decay, ops_slow)
     setup.cases += map_cases(n, ops_fast, rng)
     setup.cases += dict_cases(n, ops_fast, ops_slow, rng)
     setup.cases += floor_cases(n, ops_slow)
@@ -728,6 +774,11 @@ TARGETS: list[tuple[str, str, str, int, str, float]] = [
     ("put at capacity: x faster than O(n) scan", "lethe.exponential.put_full", "floor.scan_min", 100_000, ">=", 500.0),
     ("put at capacity vs TTLCache", "lethe.exponential.put_full", "cachetools.TTLCache.put_full", 10_000, "<=", 3.0),
     ("top(10) vs nlargest floor", "lethe.exponential.top10", "floor.nlargest10", 100_000, "<=", 0.02),
+    *(
+        (f"{op} {decay}: x faster than its scan", f"lethe.{decay}.{op}", f"scan.{decay}.{op}", 100_000, ">=", 100.0)
+        for decay in GROUPED
+        for op in ("put_full", "top10")
+    ),
     ("scored() vs score loop + sorted", "lethe.exponential.scored", "floor.score_sorted", 10_000, "<=", 1.5),
     ("top(10) ACTR vs score loop + nlargest", "lethe.actr.top10", "floor.score_nlargest10", 10_000, "<=", 1.5),
     ("top(10) ACTR vs score loop + nlargest", "lethe.actr.top10", "floor.score_nlargest10", 100_000, "<=", 1.5),

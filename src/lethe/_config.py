@@ -16,6 +16,7 @@ from typing import Any
 
 from lethe._clock import from_us
 from lethe._entry import Entry
+from lethe._groups import Groups
 from lethe._order import Order
 from lethe._ranking import SCAN, Ranking
 from lethe._scoring import Scorer, make_scorer
@@ -147,8 +148,18 @@ def build(fields: dict[str, Any], source: Config | None = None, held: int = 0) -
         on_evict=fields["on_evict"],
         clock_fn=fields["clock_fn"],
         scorer=scorer,
-        ranking=SCAN if scorer.rate_us is None else Order(scorer.rate_us),
+        ranking=_ranking(scorer),
     )
+
+
+def _ranking(scorer: Scorer) -> Ranking:
+    """The ranking of an empty memory: one index for one rate (``decay_rate``), an index per
+    group for a ranking fixed within groups (``rank_key``), else a scan."""
+    if scorer.rate_us is not None:
+        return Order(scorer.rate_us)
+    if scorer.rank_key is not None:
+        return Groups(scorer)
+    return SCAN
 
 
 _FRESH = Entry(key=0, value=None, inserted_at=from_us(0.0), last_accessed_at=from_us(0.0))

@@ -11,7 +11,7 @@ from lethe.decay import BUILTINS
 from .._support import MODELS, Model, parts
 
 #: Exported names that are not decay functions.
-NOT_MODELS = {"DecayFunction", "ChildStates", "Picked"}
+NOT_MODELS = {"DecayFunction", "Grouped", "ChildStates", "Picked"}
 
 
 def exported_models() -> dict[str, Any]:

@@ -26,7 +26,7 @@ from lethe.decay._combinators import (
 )
 from lethe.decay._field import AdaptiveDecay, EbbinghausLTP, PowerLaw, SoftFloor, StabilityExponential
 from lethe.decay._fsrs import FSRS, FSRS6_DEFAULT_PARAMETERS, FSRS6_PARAMETER_BOUNDS
-from lethe.decay._protocol import DecayFunction
+from lethe.decay._protocol import DecayFunction, Grouped
 from lethe.decay._registry import BUILTINS, by_name, from_dict
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "DecayFunction",
     "EbbinghausLTP",
     "Exponential",
+    "Grouped",
     "Importance",
     "Picked",
     "PowerLaw",

@@ -13,7 +13,7 @@ as Protocols in :mod:`lethe.decay._protocol`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from datetime import datetime
 from typing import Any
 
@@ -156,14 +156,14 @@ def name_of(fn: object) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def _rate_covers_score(fn: object) -> bool:
-    """Whether ``fn``'s ``decay_rate`` was declared for the ``score`` it actually has.
+def _rate_covers_score(fn: object, member: str = "decay_rate") -> bool:
+    """Whether ``fn``'s ``decay_rate`` (or ``member``) was declared for the ``score`` it actually has.
 
     A subclass that overrides ``score`` but inherits ``decay_rate`` from its
     base has not promised that its scores follow that rate: it is not indexed.
     """
     mro = type(fn).__mro__
-    rate_owner = next((c for c in mro if "decay_rate" in vars(c)), None)
+    rate_owner = next((c for c in mro if member in vars(c)), None)
     score_owner = next((c for c in mro if "score" in vars(c) or "__call__" in vars(c)), None)
     return rate_owner is None or score_owner is None or issubclass(rate_owner, score_owner)
 
@@ -180,6 +180,9 @@ class Adapter:
         fast: ``_raw(entry, now_us)`` of a built-in, else None.
         values: A built-in's ``_values(entries, now_us)`` (rank values of many), else None.
         rate_us: The one decay rate per microsecond of every entry (``decay_rate``), else None.
+        rank_key: ``(entry) -> (group, key)`` when the function declares ``rank_key`` (and no
+            ``decay_rate``), the importance added to the group when the memory multiplies by it
+            (a custom function's results checked); else None.
         rehearse: ``(entry, now, now_us) -> new decay_state`` (``now`` may be
             None), or None when the function keeps no state.
         time_until, dump_state, load_state, merge_states: The optional members, or None.
@@ -200,6 +203,7 @@ class Adapter:
         "load_state",
         "merge_states",
         "multiply",
+        "rank_key",
         "rate_us",
         "raw_us",
         "rehearse",
@@ -216,6 +220,7 @@ class Adapter:
     raw_us: Callable[[Entry[Any, Any], float], float]
     values: Callable[[list[Entry[Any, Any]], float], list[float]] | None
     rate_us: float | None
+    rank_key: Callable[[Entry[Any, Any]], tuple[Hashable, float]] | None
     rehearse: Callable[[Entry[Any, Any], datetime | None, float], Any] | None
     time_until: Callable[[Entry[Any, Any], float], float | None] | None
     dump_state: Callable[[Any], Any] | None
@@ -240,6 +245,12 @@ class Adapter:
         rate = finite_float(getattr(fn, "decay_rate", None))
         declared = self.multiply and _rate_covers_score(fn)
         self.rate_us = rate / 1e6 if declared and rate is not None and rate > 0.0 else None
+        # A ranking fixed within groups of entries: the memory can index each group.
+        rank_key = getattr(fn, "rank_key", None)
+        if self.rate_us is None and callable(rank_key) and _rate_covers_score(fn, "rank_key"):
+            self.rank_key = _grouped(rank_key, builtin, self.multiply, where)
+        else:
+            self.rank_key = None
         rehearse_us = getattr(fn, "_rehearse", None) if fast is not None else None
         rehearse = getattr(fn, "rehearse", None)
         if rehearse_us is not None:
@@ -282,7 +293,45 @@ class Adapter:
         return f"Adapter({self.fn!r:.80})"
 
 
+def _grouped(
+    rank_key: Callable[[Entry[Any, Any]], Any], builtin: bool, multiply: bool, where: str
+) -> Callable[[Entry[Any, Any]], tuple[Hashable, float]]:
+    """``rank_key`` as the memory's index calls it: checked unless built in, and with the
+    entry's importance in the group when the memory multiplies the raw score by it."""
+    if builtin:
+        trusted: Callable[[Entry[Any, Any]], tuple[Hashable, float]] = rank_key
+        if not multiply:
+            return trusted
+
+        def with_importance(entry: Entry[Any, Any]) -> tuple[Hashable, float]:
+            group, key = trusted(entry)
+            return (entry.importance, group), key
+
+        return with_importance
+
+    def checked(entry: Entry[Any, Any]) -> tuple[Hashable, float]:
+        result = rank_key(entry)
+        name = f"{where}.rank_key"
+        if not isinstance(result, tuple) or len(result) != 2:
+            raise TypeError(
+                f"{name} returned {short_repr(result)} for key {short_repr(entry.key)}; it must return (group, key)"
+            )
+        group, key = result
+        if not is_number(key) or key != key:
+            raise ValueError(
+                f"{name} returned the key {short_repr(key)} for key {short_repr(entry.key)}; it must be a number"
+            )
+        try:
+            hash(group)
+        except TypeError:
+            raise TypeError(
+                f"{name} returned the group {short_repr(group)} for key {short_repr(entry.key)}; it must be hashable"
+            ) from None
+        return ((entry.importance, group) if multiply else group), key
+
+    return checked
+
+
 def _callable(fn: object, name: str) -> Any:
     member = getattr(fn, name, None)
     return member if callable(member) else None
-

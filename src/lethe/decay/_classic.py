@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, ClassVar
@@ -132,6 +132,11 @@ class AccessWeighted(Model):
         h = self._half_life_us * (1.0 + self.boost * math.log1p(entry.access_count))
         raw: float = 0.5 ** (elapsed / h)
         return raw
+
+    def rank_key(self, entry: Entry[Any, Any]) -> tuple[Hashable, float]:
+        """``(access count, last access)`` (``None`` for the count when ``boost`` is 0): the half-life
+        is fixed within a group, so a later access never scores lower (:class:`~lethe.decay.Grouped`)."""
+        return (entry.access_count if self.boost else None), entry.accessed_us
 
     def time_until(self, entry: Entry[Any, Any], score: float) -> float | None:
         """Seconds after the last access at which the raw score falls to ``score``."""

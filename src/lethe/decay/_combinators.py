@@ -433,6 +433,10 @@ class Importance(Model):
         imp = entry.importance
         return imp if imp < 1.0 else 1.0
 
+    def rank_key(self, entry: Entry[Any, Any]) -> tuple[Hashable, float]:
+        """``(None, score)``: constant in time, one group (:class:`~lethe.decay.Grouped`)."""
+        return None, self._raw(entry, 0.0)
+
 
 class Recency(Model):
     """Recency of creation: ``raw = 0.5 ** (age / half_life)``, age since the entry was put.
@@ -473,6 +477,11 @@ class Recency(Model):
         raw: float = 0.5 ** (age / self._half_life_us)
         return raw
 
+    def rank_key(self, entry: Entry[Any, Any]) -> tuple[Hashable, float]:
+        """``(None, when put)``: one curve for every entry, so a later put never scores lower
+        (:class:`~lethe.decay.Grouped`)."""
+        return None, entry.inserted_us
+
 
 class AccessFrequency(Model):
     """How often the entry was used: ``raw = min(access_count / saturation, 1)``.
@@ -503,6 +512,10 @@ class AccessFrequency(Model):
 
     def _raw(self, entry: Entry[Any, Any], now_us: float) -> float:
         return min(entry.access_count / self.saturation, 1.0)
+
+    def rank_key(self, entry: Entry[Any, Any]) -> tuple[Hashable, float]:
+        """``(None, score)``: constant in time, one group (:class:`~lethe.decay.Grouped`)."""
+        return None, self._raw(entry, 0.0)
 
 
 def priority_blend(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from datetime import timedelta
 from functools import partial
 from typing import Any, ClassVar
@@ -210,6 +210,11 @@ class StabilityExponential(Model):
             - entry.access_count * math.log(self.growth)
         )
         return 0.0 if log_x > 709.0 else math.exp(-math.exp(log_x))
+
+    def rank_key(self, entry: Entry[Any, Any]) -> tuple[Hashable, float]:
+        """``((importance, access count), last access)``: ``S`` is fixed within a group, so a later
+        access never scores lower (:class:`~lethe.decay.Grouped`)."""
+        return (entry.importance, entry.access_count), entry.accessed_us
 
     def time_until(self, entry: Entry[Any, Any], score: float) -> float | None:
         """Seconds after the last access at which ``R`` falls to ``score``."""
@@ -468,6 +473,11 @@ class PowerLaw(Model):
         raw: float = (1.0 + elapsed / self._scale_us) ** -self.exponent
         return raw
 
+    def rank_key(self, entry: Entry[Any, Any]) -> tuple[Hashable, float]:
+        """``(None, last access)``: one curve for every entry, so a later access never scores lower
+        (the memory groups by importance itself): see :class:`~lethe.decay.Grouped`."""
+        return None, entry.accessed_us
+
     def time_until(self, entry: Entry[Any, Any], score: float) -> float | None:
         """Seconds after the last access at which the raw score falls to ``score`` (``inf`` if it overflows)."""
         if score <= 0.0:
@@ -559,6 +569,11 @@ class SoftFloor(Model):
             return decay
         floor = self.floor(imp)
         return floor + (1.0 - floor) * decay
+
+    def rank_key(self, entry: Entry[Any, Any]) -> tuple[Hashable, float]:
+        """``(None, last access)``: the floor depends on importance only, by which the memory
+        groups itself, so within a group a later access never scores lower (:class:`~lethe.decay.Grouped`)."""
+        return None, entry.accessed_us
 
     def time_until(self, entry: Entry[Any, Any], score: float) -> float | None:
         """Seconds after the last access at which the raw score falls to ``score`` (None: never)."""

@@ -6,7 +6,7 @@ The one module that says which members lethe looks for on a decay function.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
@@ -20,6 +20,7 @@ __all__ = [
     "FastRehearse",
     "FastScore",
     "Forecasts",
+    "Grouped",
     "HasHalfLife",
     "IncludesImportance",
     "KeepsState",
@@ -56,6 +57,10 @@ class DecayFunction(Protocol):
         keeps an index on that ranking (see the performance guide).  A
         subclass that overrides ``score`` must declare ``decay_rate`` again
         to keep the index; an inherited one is not taken as a promise.
+    ``rank_key(entry) -> (group, key)``
+        Declares that the ranking never changes within a group of entries
+        (:class:`Grouped`): the memory then keeps one index per group.  The
+        same rule as for ``decay_rate`` holds for a subclass.
     ``to_dict() -> dict``
         JSON-ready name and parameters, for :meth:`~lethe.Memory.to_dict`.
     ``time_until(entry, score) -> float | None``
@@ -110,6 +115,59 @@ class DeclaresRate(Protocol):
     @property
     def decay_rate(self) -> float:
         """``score == exp(-decay_rate * seconds since the last access)`` for every entry."""
+        ...
+
+
+@runtime_checkable
+class Grouped(Protocol):
+    """A decay function whose ranking never changes within a group of entries (indexable ranking).
+
+    ``rank_key(entry)`` returns ``(group, key)``: ``group`` (hashable) holds
+    whatever enters ``score`` besides one number, ``key`` (a real number, not
+    NaN), that number.  The promise, for any two entries ``a`` and ``b`` of one
+    group and every moment ``now`` after their last access:
+
+    * ``key(a) < key(b)`` implies ``score(a, now) <= score(b, now)``, as
+      computed in floats;
+    * ``key(a) == key(b)`` implies ``score(a, now) == score(b, now)``.
+
+    ``rank_key`` must be pure (same entry, same answer) and cheap; it is called
+    on every write.  Leave importance out: when the memory multiplies the score
+    by the importance it adds the importance to the group itself.  Equal
+    scores need not come from equal keys: the memory breaks ties as a full
+    scan does, whatever the keys.
+
+    A memory whose decay function declares it keeps one sorted index per group
+    and merges the groups by score at query time: ``top(k)`` and the victim of
+    a put at capacity cost O(G log n) for G groups instead of scoring every
+    entry.  Past 64 live groups the memory scans instead.  A function that
+    declares ``decay_rate`` is indexed by that instead.
+
+    Built in: :class:`~lethe.decay.PowerLaw` and :class:`~lethe.decay.SoftFloor`
+    (key: the last access; group: importance), :class:`~lethe.decay.AccessWeighted`
+    and :class:`~lethe.decay.StabilityExponential` (key: the last access; group: the
+    access count, and importance), :class:`~lethe.decay.Recency` (key: when the
+    entry was put; one group), :class:`~lethe.decay.Importance` and
+    :class:`~lethe.decay.AccessFrequency` (constant in time; one group).
+
+    >>> from datetime import datetime, timezone
+    >>> from lethe import Entry, Memory
+    >>> class Halving:
+    ...     "0.5 per hour since the last access, halved again for each 'stale' tag."
+    ...     def score(self, entry, now):
+    ...         hours = (now - entry.last_accessed_at).total_seconds() / 3600
+    ...         return 0.5 ** (max(hours, 0.0) + entry.metadata.get("stale", 0))
+    ...     def rank_key(self, entry):
+    ...         return entry.metadata.get("stale", 0), entry.last_accessed_at.timestamp()
+    >>> isinstance(Halving(), Grouped)
+    True
+    >>> mem = Memory(decay_fn=Halving(), clock_fn=lambda: datetime(2026, 1, 1, tzinfo=timezone.utc))
+    >>> [e.key for e in mem.put("a", key="a", metadata={"stale": 1}).put("b", key="b").top(2)] == ["b", "a"]
+    True
+    """
+
+    def rank_key(self, entry: Entry[Any, Any]) -> tuple[Hashable, float]:
+        """``(group, key)``: within a group, scores never fall as ``key`` grows (see the class)."""
         ...
 
 
