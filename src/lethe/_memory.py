@@ -180,7 +180,10 @@ class Memory(_Version[K, V]):
 
     The methods by category, with their cost for n entries.  "Indexed" means a
     decay function that declares one ``decay_rate`` for every entry
-    (``Exponential``): the memory then keeps its ranking in an index, chosen
+    (``Exponential``), or groups whose ranking never changes with time
+    (:class:`~lethe.decay.Grouped`: ``PowerLaw``, ``SoftFloor``,
+    ``AccessWeighted``, ``StabilityExponential``, ``Recency``, ...; G groups
+    add a factor G): the memory then keeps its ranking in an index, chosen
     once when the memory is built; other decay functions score every entry.
 
     | Reads (one clock reading each) | Cost |
@@ -528,9 +531,10 @@ class Memory(_Version[K, V]):
         """The ``n`` highest-scored entries, highest first (expired entries left out).
 
         Runtime complexity: O(n log n_entries) when the decay function declares
-        one ``decay_rate`` for every entry (``Exponential``): the memory keeps an
-        index on the ranking, which such a function never changes.  Otherwise
-        (ACT-R, per-entry rates, custom callables) O(n_entries + n log
+        one ``decay_rate`` for every entry (``Exponential``), O((n + G) log
+        n_entries) when it declares G rank groups (:class:`~lethe.decay.Grouped`):
+        the memory keeps an index on the ranking, which such a function never
+        changes.  Otherwise (ACT-R, custom callables) O(n_entries + n log
         n_entries): every entry is scored, without a full sort.
 
         Raises:
