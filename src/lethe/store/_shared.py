@@ -13,6 +13,7 @@ from typing import Any, Generic, TypeVar
 from lethe._change import Change
 from lethe._config import Config
 from lethe._entry import Entry
+from lethe._gc import paused
 from lethe._map import EMPTY
 from lethe._memory import Memory
 from lethe._serialize import memory_to_dict
@@ -162,11 +163,12 @@ class Shared(Generic[K, V]):
 
     def _restored(self, what: str, head: str, rows: list[str]) -> Memory[K, V]:
         """A memory under the template's configuration from a stored head and rows."""
-        try:
-            snapshot = _records.snapshot(head, rows, self._decay_fn, self._config.max_entries)
-        except ValueError as exc:
-            raise StoreError(f"{self._name!r}: {what} cannot be read: {exc}") from None
-        return Memory._restored(self._config, snapshot)
+        with paused():  # n new entries and the structures holding them, all kept (as from_dict)
+            try:
+                snapshot = _records.snapshot(head, rows, self._decay_fn, self._config.max_entries)
+            except ValueError as exc:
+                raise StoreError(f"{self._name!r}: {what} cannot be read: {exc}") from None
+            return Memory._restored(self._config, snapshot)
 
     def _loaded(self) -> tuple[int, Memory[K, V]]:
         """The current state, read from the store's current entries (no log to replay)."""
