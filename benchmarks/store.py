@@ -353,6 +353,9 @@ def open_setup(n: int, workdir: Path, ops: int, tail: int) -> SizeSetup:
         sh.update(partial(_put, k=f"t{i}"))
     store.close()
     del sh
+    # The kernel writes the builder's tens of megabytes back to disk for a while after; a read
+    # of a page under writeback waits for it. Flushed now, the opens measure opening.
+    os.sync()
     reader = _template(n, _later_clock())
     data = mem.to_dict()
     text = json.dumps(data)

@@ -163,25 +163,28 @@ class Shared(Generic[K, V]):
 
     def _restored(self, what: str, head: str, rows: list[str]) -> Memory[K, V]:
         """A memory under the template's configuration from a stored head and rows."""
-        with paused():  # n new entries and the structures holding them, all kept (as from_dict)
-            try:
-                snapshot = _records.snapshot(head, rows, self._decay_fn, self._config.max_entries)
-            except ValueError as exc:
-                raise StoreError(f"{self._name!r}: {what} cannot be read: {exc}") from None
-            return Memory._restored(self._config, snapshot)
+        try:
+            snapshot = _records.snapshot(head, rows, self._decay_fn, self._config.max_entries)
+        except ValueError as exc:
+            raise StoreError(f"{self._name!r}: {what} cannot be read: {exc}") from None
+        return Memory._restored(self._config, snapshot)
 
     def _loaded(self) -> tuple[int, Memory[K, V]]:
         """The current state, read from the store's current entries (no log to replay)."""
-        version, head, rows = self._store.load(self._name)
-        return version, self._restored(f"the state at version {version}", head, rows)
+        # The rows read and the entries built from them all stay reachable: a collector pass
+        # meanwhile frees nothing and, in a process holding much, walks all of it (as from_dict).
+        with paused():
+            version, head, rows = self._store.load(self._name)
+            return version, self._restored(f"the state at version {version}", head, rows)
 
     def _checkpointed_at(self, at_most: int) -> tuple[int, Memory[K, V]]:
         """The newest checkpoint at or before ``at_most``."""
-        try:
-            version, head, rows = self._store.checkpoint(self._name, at_most)
-        except KeyError:
-            raise StoreError(f"{self._name!r}: no checkpoint at or before version {at_most} is kept") from None
-        return version, self._restored(f"checkpoint {version}", head, rows)
+        with paused():
+            try:
+                version, head, rows = self._store.checkpoint(self._name, at_most)
+            except KeyError:
+                raise StoreError(f"{self._name!r}: no checkpoint at or before version {at_most} is kept") from None
+            return version, self._restored(f"checkpoint {version}", head, rows)
 
     def _change(self, version: int, record: str, evicted: bool) -> Change:
         try:
