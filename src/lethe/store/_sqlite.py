@@ -22,7 +22,7 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS entries (name TEXT NOT NULL, seq INTEGER NOT NULL, entry TEXT NOT NULL,"
     " PRIMARY KEY (name, seq)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS log (name TEXT NOT NULL, version INTEGER NOT NULL, head TEXT NOT NULL,"
-    " record TEXT NOT NULL, PRIMARY KEY (name, version))",
+    " record TEXT NOT NULL, PRIMARY KEY (name, version)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS checkpoints (name TEXT NOT NULL, version INTEGER NOT NULL, head TEXT NOT NULL,"
     " PRIMARY KEY (name, version))",
     "CREATE TABLE IF NOT EXISTS checkpoint_entries (name TEXT NOT NULL, version INTEGER NOT NULL, seq INTEGER NOT NULL,"
