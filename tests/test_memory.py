@@ -452,3 +452,24 @@ class TestProtocol:
         entry = mem.put(1, key=1).peek(1)
         with pytest.raises(AttributeError):
             entry.value = 2
+
+
+def test_update_with_the_same_value_keeps_its_summary(clock: ManualClock) -> None:
+    calls: list[tuple[Any, Any]] = []
+
+    def summarize(e: Entry[Any, Any]) -> str:
+        calls.append((e.key, e.value))
+        return f"s:{e.value}"
+
+    mem = Memory(max_entries=2, clock_fn=clock, summarize_fn=summarize).put("v", key="a", importance=0.0)
+    mem = mem.summarize()
+    assert calls == [("a", "v")]
+    same = mem.update("a", "v")
+    assert same.peek("a").summary == "s:v"
+    assert same.peek("a").access_count == 1  # still a rehearsal
+    changed = mem.update("a", "w")
+    assert changed.peek("a").summary is None
+    assert not changed.peek("a").summarized
+    same.put("x", key="b").put("y", key="c")  # evicts a: its summary holds, no second call
+    assert calls == [("a", "v")]
+    assert mem.update("a", 1).peek("a").summary is None  # another type is another value

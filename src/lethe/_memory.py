@@ -926,11 +926,19 @@ class Memory(_Version[K, V]):
         return self._rehearse(key, importance=check_importance(importance))[0]
 
     def update(self, key: K, value: V) -> Memory[K, V]:
-        """Rehearse the entry at ``key`` with a new value; its summary starts over.
+        """Rehearse the entry at ``key`` with a new value; its summary starts over, unless
+        the value is the one it had (the same object, or equal and of the same type), whose
+        summary still holds: ``summarize_fn`` runs at most once per entry and value.
 
         Raises:
             KeyError: ``key`` is not in the memory.
         """
+        try:
+            old = self._entries.get(key)
+        except TypeError:
+            old = None  # an unhashable key: _rehearse raises the error that names it
+        if old is not None and _same_value(old.value, value):
+            return self._rehearse(key, value=value)[0]
         return self._rehearse(key, value=value, summary=None, summarized=False)[0]
 
     def _set_pinned(self, key: K, pinned: bool) -> Memory[K, V]:
@@ -1326,6 +1334,18 @@ class Memory(_Version[K, V]):
                 shift_to=shift_to,
             )
             return cls._restored(config, snapshot)
+
+
+def _same_value(a: object, b: object) -> bool:
+    """Whether ``b`` is ``a``, or equal to it and of its type (a comparison that fails is no)."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    try:
+        return bool(a == b)
+    except Exception:  # an == that raises, or returns what cannot be a bool (an array)
+        return False
 
 
 def _unpickle(config: dict[str, Any], state: tuple[Any, ...]) -> Memory[Any, Any]:
