@@ -17,9 +17,11 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 from lethe import Entry, ManualClock, Memory
@@ -351,3 +353,12 @@ METADATA = [
     {"kind": "b", "type": "conversation", "emotional_tone": 0.1},
     {"kind": "fact", "channels": 1},
 ]
+
+
+def sqlite_integrity(path: Path) -> str:
+    """What ``PRAGMA integrity_check`` says of the SQLite file at ``path`` ("ok" when sound)."""
+    conn = sqlite3.connect(path)
+    try:
+        return str(conn.execute("PRAGMA integrity_check").fetchone()[0])
+    finally:
+        conn.close()

@@ -18,7 +18,7 @@ import pytest
 from lethe import Entry, ManualClock, Memory
 from lethe.store import InMemoryStore, Shared, SQLiteStore, Store, StoreError
 
-from ._support import fake_clock
+from ._support import fake_clock, sqlite_integrity
 
 Factory = Callable[[Path], Store]
 
@@ -417,8 +417,8 @@ def test_durable_option_and_one_file_many_names(tmp_path: Path, clock: ManualClo
         Shared(store, "a", _template(clock)).update(lambda m: m.put("a", key="a"))
         Shared(store, "b", _template(clock)).update(lambda m: m.put("b", key="b"))
         assert store.names() == ["a", "b"]
+    assert sqlite_integrity(path) == "ok"
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     stored = json.loads(conn.execute("SELECT config FROM memories WHERE name = 'a'").fetchone()[0])
     assert stored["max_entries"] == 1000

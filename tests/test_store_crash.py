@@ -20,7 +20,6 @@ import multiprocessing
 import os
 import re
 import signal
-import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -33,7 +32,7 @@ import pytest
 from lethe import Entry, ManualClock, Memory, SummarizeError
 from lethe.store import InMemoryStore, Shared, SQLiteStore, Store, StoreError
 
-from ._support import MINUTE, START, fake_clock
+from ._support import MINUTE, START, fake_clock, sqlite_integrity
 
 NAME = "bot"
 MAX_ENTRIES = 3  # every put from version 4 on evicts one entry
@@ -221,14 +220,6 @@ def _where(run: _DryRun, rule: str, version: int, which: str) -> _Kill:
     return _Kill(n, update, kind, update - 1 + any(done), frozenset(checkpoints))
 
 
-def _integrity(path: Path) -> str:
-    conn = sqlite3.connect(path)
-    try:
-        return str(conn.execute("PRAGMA integrity_check").fetchone()[0])
-    finally:
-        conn.close()
-
-
 KILLS = {
     # name: (rule, version, which write transaction of its update)
     "first-write": ("write", PLAIN, "first"),
@@ -281,7 +272,7 @@ def test_a_writer_killed_at_a_chosen_statement_loses_only_its_own_uncommitted_up
     acknowledged = [v for _, v in acks]
     assert acknowledged == list(range(1, where.update))  # sent after update returned, so the pipe kept them
 
-    assert _integrity(path) == "ok"
+    assert sqlite_integrity(path) == "ok"
     with SQLiteStore(path) as store:
         shared: Shared[Any, Any] = Shared(store, NAME, template, checkpoint_every=CHECKPOINT_EVERY)
         assert shared.version >= max(acknowledged)
@@ -318,7 +309,7 @@ def test_a_writer_killed_at_a_chosen_statement_loses_only_its_own_uncommitted_up
         since = store.checkpoint(NAME, store.checkpoint(NAME)[0] - 1)[0]
         fed = dict(cold.evictions(since=since))
         assert fed == {v: run.memories[v].evicted for v in range(since + 1, UPDATES + 1)}
-    assert _integrity(path) == "ok"
+    assert sqlite_integrity(path) == "ok"
 
 
 # -- hooks failing around a commit, on both engines --------------------------------------------------------------------

@@ -5,7 +5,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -16,6 +15,8 @@ import pytest
 
 from lethe import Entry, Memory
 from lethe.store import Shared, SQLiteStore, Store
+
+from ._support import sqlite_integrity
 
 PUTS = 15
 WORKERS = 3
@@ -46,14 +47,6 @@ def _worker(engine: str, where: str, w: int, heard: Any) -> None:
         for i in range(PUTS):
             shared.update(lambda m, i=i: m.put(f"{w}-{i}"))
     heard.put(mine)
-
-
-def _integrity(path: Path) -> str:
-    conn = sqlite3.connect(path)
-    try:
-        return str(conn.execute("PRAGMA integrity_check").fetchone()[0])
-    finally:
-        conn.close()
 
 
 @pytest.mark.parametrize("engine", ["sqlite", "postgres", "redis"])
@@ -97,13 +90,13 @@ def test_processes_lose_nothing_and_double_nothing(
     first.update(lambda m: m.put("parent-2"))  # the parent's own connection still works after the forks
     parent.close()
     if engine == "sqlite":
-        assert _integrity(path) == "ok"
+        assert sqlite_integrity(path) == "ok"
 
 
 _KILLED_WRITER = """
 import sys
 from lethe import Memory
-from lethe.store import Shared, SQLiteStore, Store
+from lethe.store import Shared, SQLiteStore
 store = SQLiteStore(sys.argv[1])
 shared = Shared(store, "bot", Memory(max_entries=50), checkpoint_every=7)
 i = 0
@@ -135,10 +128,10 @@ def test_a_sigkilled_writer_leaves_the_store_consistent(tmp_path: Path) -> None:
         proc.stdout.close()
         assert seen > acknowledged
         acknowledged = seen
-        assert _integrity(path) == "ok"
+        assert sqlite_integrity(path) == "ok"
         with SQLiteStore(path) as store:
             shared = Shared(store, "bot", Memory(max_entries=50))
             assert shared.version >= acknowledged  # every acknowledged commit is there
             for v in range(max(0, shared.version - 5), shared.version + 1):
                 shared.at(v)
-    assert _integrity(path) == "ok"
+    assert sqlite_integrity(path) == "ok"

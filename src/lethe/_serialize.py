@@ -186,7 +186,7 @@ def _exact(data: Mapping[str, Any], fields: frozenset[str], where: str) -> None:
         raise ValueError(f"{where}{_name(unknown[0])}: unknown field")
 
 
-def _int(value: Any, where: str, high: int | None = None) -> int:
+def checked_int(value: Any, where: str, high: int | None = None) -> int:
     """``value`` as an int >= 0 (and <= ``high``), else ValueError naming ``where``."""
     if not is_int(value):
         raise ValueError(f"{where}: expected an int >= 0, got {_short(value)}")
@@ -301,14 +301,14 @@ def checked_entry(
         value,
         inserted_at,
         accessed_at,
-        _int(access_count, where + "access_count", MAX_ACCESS_COUNT),
+        checked_int(access_count, where + "access_count", MAX_ACCESS_COUNT),
         _bool(pinned, where + "pinned"),
         importance,
         _metadata(metadata, where + "metadata"),
         summary,
         _bool(summarized, where + "summarized"),
         expires_at,
-        _int(seq, where + "seq"),
+        checked_int(seq, where + "seq"),
         state,
         inserted_us,
         accessed_us,
@@ -494,8 +494,8 @@ def memory_from_dict(
     if len(raw_entries) > cfg.max_entries:
         raise ValueError(f"entries: {len(raw_entries)} entries exceed max_entries={cfg.max_entries}")
     built = [_entry(raw, i, fn, same_fn) for i, raw in enumerate(raw_entries)]
-    next_key = _int(data["next_key"], "next_key")
-    next_seq = _int(data["next_seq"], "next_seq")
+    next_key = checked_int(data["next_key"], "next_key")
+    next_seq = checked_int(data["next_seq"], "next_seq")
     if current:
         raw_latest = _field(data, "latest", "")
         latest, latest_us = (None, -math.inf) if raw_latest is None else _time(raw_latest, "latest")

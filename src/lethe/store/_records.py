@@ -30,6 +30,7 @@ from lethe._serialize import (
     Moment,
     check_entries,
     checked_entry,
+    checked_int,
     checked_key,
     encode_key,
 )
@@ -174,9 +175,7 @@ def _head(raw: Any) -> tuple[int, int, datetime | None, float]:
     if type(raw) is not list or len(raw) != 3:
         raise ValueError(f"head: expected [next_key, next_seq, latest], got {str(raw)[:80]}")
     next_key, next_seq, latest = raw
-    for name, value in (("next_key", next_key), ("next_seq", next_seq)):
-        if type(value) is not int or value < 0:
-            raise ValueError(f"head.{name}: expected an int >= 0, got {value!r}")
+    next_key, next_seq = checked_int(next_key, "head.next_key"), checked_int(next_seq, "head.next_seq")
     if latest is None:
         return next_key, next_seq, None, -math.inf
     moment, us = _moment(latest, "head.latest")
