@@ -22,8 +22,27 @@ atomic on its own, and passes the engine tests in ``tests/test_store.py``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
+
+from lethe.store._errors import StoreError
+
+#: What an engine's metadata says: the format, and the version of it this lethe writes.
+FORMAT = "lethe.store"
+VERSION = 1
+
+
+def check_format(meta: Mapping[str, str], where: str = "") -> None:
+    """Raise :class:`StoreError` (its message starting with ``where``) unless ``meta``, an
+    engine's stored ``format`` and ``version``, is a lethe store this lethe reads."""
+    if meta.get("format") != FORMAT:
+        raise StoreError(f"{where}not a lethe store (format {meta.get('format')!r})")
+    version = meta.get("version", "")
+    if not version.isdigit() or int(version) > VERSION:
+        raise StoreError(
+            f"{where}a lethe store of format version {version}, written by a newer lethe; "
+            f"this one reads version {VERSION}"
+        )
 
 
 @runtime_checkable

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from lethe.store._engine import FORMAT, VERSION, check_format
 from lethe.store._errors import StoreError
 
 try:
@@ -18,10 +19,6 @@ try:
     from psycopg import errors as _errors
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("PostgresStore needs psycopg 3: pip install 'lethe-decay[postgres]'") from exc
-
-#: What the ``lethe_meta`` table says.
-FORMAT = "lethe.store"
-VERSION = 1
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS lethe_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -116,13 +113,7 @@ class PostgresStore:
                 (FORMAT, str(VERSION)),
             )
             meta = dict(conn.execute("SELECT key, value FROM lethe_meta").fetchall())
-        if meta.get("format") != FORMAT:
-            raise StoreError(f"not a lethe store (format {meta.get('format')!r})")
-        version = meta.get("version", "")
-        if not version.isdigit() or int(version) > VERSION:
-            raise StoreError(
-                f"a lethe store of format version {version}, written by a newer lethe; this one reads version {VERSION}"
-            )
+        check_format(meta)
 
     @contextmanager
     def _transaction(self, snapshot: str = "") -> Iterator[psycopg.Connection[Any]]:

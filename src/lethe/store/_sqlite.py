@@ -10,11 +10,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from lethe.store._engine import FORMAT, VERSION, check_format
 from lethe.store._errors import StoreError
-
-#: What the ``meta`` table of a lethe store says.
-FORMAT = "lethe.store"
-VERSION = 1
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -172,15 +169,7 @@ class SQLiteStore:
             tables = set(_TABLES)
         if not tables >= _TABLES:
             raise StoreError(f"{self.path}: not a lethe store (an SQLite database with other tables)")
-        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        if meta.get("format") != FORMAT:
-            raise StoreError(f"{self.path}: not a lethe store (format {meta.get('format')!r})")
-        version = meta.get("version", "")
-        if not version.isdigit() or int(version) > VERSION:
-            raise StoreError(
-                f"{self.path}: a lethe store of format version {version}, written by a newer lethe; "
-                f"this one reads version {VERSION}"
-            )
+        check_format(dict(conn.execute("SELECT key, value FROM meta").fetchall()), f"{self.path}: ")
 
     def _close_for_fork(self) -> None:
         self._lock.acquire()
