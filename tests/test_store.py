@@ -553,3 +553,59 @@ def test_a_commit_sent_twice_is_applied_once(request: pytest.FixtureRequest, mon
     monkeypatch.setattr(engine.secrets, "token_hex", lambda n: "another-operation")
     assert not store.append("bot", 2, record, head, [], [])  # another writer's try at version 2: lost
     store.close()
+
+
+def test_wait_returns_once_another_replica_commits(store: Store, clock: ManualClock, tmp_path: Path) -> None:
+    follower = Shared(store, "bot", _template(clock, max_entries=10))
+    assert follower.wait(timeout=0) is False
+    assert follower.wait(timeout=0.05) is False
+    # The writer uses a store object (a connection) of its own where the engine has connections.
+    other = _reopened(store, tmp_path)
+    writer = Shared(other, "bot", _template(clock, max_entries=10))
+    started = threading.Event()
+
+    def commit() -> None:
+        started.wait()
+        for i in range(3):
+            writer.update(lambda m, i=i: m.put(i, key=i))
+
+    thread = threading.Thread(target=commit)
+    thread.start()
+    started.set()
+    try:
+        assert follower.wait(timeout=30) is True
+        assert follower.version >= 1
+        while follower.version < 3:
+            assert follower.wait(timeout=30) is True
+        thread.join()
+        assert follower.current() == writer.current()
+        assert follower.wait(timeout=0.01) is False
+    finally:
+        thread.join()
+        if other is not store:
+            other.close()
+
+
+@pytest.mark.parametrize("timeout", [-1, float("nan"), "1", True])
+def test_wait_refuses_a_bad_timeout(store: Store, clock: ManualClock, timeout: Any) -> None:
+    shared = Shared(store, "bot", _template(clock))
+    with pytest.raises(ValueError, match="timeout"):
+        shared.wait(timeout)
+
+
+def _reopened(store: Store, tmp_path: Path) -> Store:
+    """Another store object on the same place (the same object for InMemoryStore)."""
+    if isinstance(store, SQLiteStore):
+        return SQLiteStore(store.path)
+    if type(store).__name__ == "PostgresStore":
+        from lethe.store import PostgresStore
+
+        assert isinstance(store, PostgresStore)
+        return PostgresStore(store.conninfo)
+    if type(store).__name__ == "RedisStore":
+        from lethe.store import RedisStore
+
+        assert isinstance(store, RedisStore)
+        kwargs = store._client.connection_pool.connection_kwargs
+        return RedisStore(f"redis://{kwargs['host']}:{kwargs['port']}/0", prefix=store.prefix)
+    return store

@@ -119,6 +119,19 @@ class Store(Protocol):
         """
         ...
 
+    def wait(self, name: str, after: int, timeout: float) -> int:
+        """The latest version of ``name``, as soon as it is not ``after``, or once ``timeout``
+        seconds have passed (0: at once), whichever comes first.
+
+        An engine that can be told of a commit blocks on that (a stream read,
+        a notification); one that cannot polls.  A version below ``after`` means
+        the store went back (it lost versions someone had seen).
+
+        Raises:
+            KeyError: ``name`` was never opened.
+        """
+        ...
+
     def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[str]]:
         """The newest checkpoint ``(version, head, rows)`` of ``name`` with ``version <= at_most``
         (the newest of all when ``at_most`` is None), read at once.

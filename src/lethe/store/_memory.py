@@ -33,6 +33,7 @@ class InMemoryStore:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._committed = threading.Condition(self._lock)
         self._names: dict[str, _Named] = {}
 
     def names(self) -> list[str]:
@@ -85,7 +86,15 @@ class InMemoryStore:
             for seq in removed:
                 named.rows.pop(seq, None)
             named.rows.update(written)
+            self._committed.notify_all()
             return True
+
+    def wait(self, name: str, after: int, timeout: float) -> int:
+        """See :meth:`lethe.store.Store.wait`."""
+        with self._lock:
+            named = self._names[name]
+            self._committed.wait_for(lambda: named.version != after, timeout)
+            return named.version
 
     def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[str]]:
         """See :meth:`lethe.store.Store.checkpoint`."""

@@ -5,8 +5,10 @@ Needs the ``postgres`` extra (psycopg 3): ``pip install 'lethe-decay[postgres]'`
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -32,6 +34,8 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS lethe_checkpoint_entries (name TEXT NOT NULL, version BIGINT NOT NULL,"
     " seq BIGINT NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (name, version, seq))",
 )
+#: The channel commits are announced on (the payload: the md5 of the memory's name).
+_CHANNEL = "lethe_log"
 #: Serializes the creation of the tables by several processes at once.
 _SCHEMA_LOCK = 0x6C65_7468  # "leth"
 
@@ -66,6 +70,10 @@ class PostgresStore:
         self.timeout = timeout
         self._lock = threading.Lock()
         self._conn: psycopg.Connection[Any] | None = None
+        # A second connection, LISTENing for commits (see wait), opened on first use.
+        self._listen_lock = threading.Lock()
+        self._listener: psycopg.Connection[Any] | None = None
+        self._listener_pid = os.getpid()
         self._pid = os.getpid()
         self._closed = False
         with self._lock:
@@ -129,12 +137,27 @@ class PostgresStore:
             except _errors.LockNotAvailable:
                 raise StoreError(f"the memory stayed locked by another writer for {self.timeout} s") from None
 
+    def _listening(self) -> psycopg.Connection[Any]:
+        """This process's connection that listens for commits; hold ``_listen_lock``."""
+        if self._closed:
+            raise StoreError("the store is closed")
+        if self._listener is not None and (self._listener_pid != os.getpid() or self._listener.closed):
+            if self._listener_pid != os.getpid():
+                _INHERITED.append(self._listener)
+            self._listener = None
+        if self._listener is None:
+            self._listener = self._connect()
+            self._listener_pid = os.getpid()
+            self._listener.execute(f"LISTEN {_CHANNEL}")
+        return self._listener
+
     def close(self) -> None:
-        """Close this process's connection; the store is not used again."""
-        with self._lock:
-            if self._conn is not None and self._pid == os.getpid():
-                self._conn.close()
-            self._conn = None
+        """Close this process's connections; the store is not used again."""
+        with self._lock, self._listen_lock:
+            for conn, pid in ((self._conn, self._pid), (self._listener, self._listener_pid)):
+                if conn is not None and pid == os.getpid():
+                    conn.close()
+            self._conn = self._listener = None
             self._closed = True
 
     def __enter__(self) -> PostgresStore:
@@ -228,7 +251,11 @@ class PostgresStore:
                     return False  # another writer got there first (nothing written)
                 # The primary key is the compare-and-swap: of two writers that both read
                 # version - 1 as the latest, the second gets a unique violation here.
-                conn.execute("INSERT INTO lethe_log VALUES (%s, %s, %s, %s)", (name, version, head, record))
+                # The notification (see wait) is sent by the same statement, and delivered at commit.
+                conn.execute(
+                    "INSERT INTO lethe_log SELECT %s, %s, %s, %s FROM (SELECT pg_notify(%s, md5(%s))) AS notified",
+                    (name, version, head, record, _CHANNEL, name),
+                )
                 for seq in removed:
                     conn.execute("DELETE FROM lethe_entries WHERE name = %s AND seq = %s", (name, seq))
                 for seq, row in written:
@@ -240,6 +267,33 @@ class PostgresStore:
         except _errors.UniqueViolation:
             return False  # rolled back: nothing written
         return True
+
+    def wait(self, name: str, after: int, timeout: float) -> int:
+        """See :meth:`lethe.store.Store.wait`.
+
+        Every commit sends a notification on the channel ``lethe_log`` (the
+        md5 of the memory's name); a second connection of this store
+        listens to it (``LISTEN``) from before the latest version is read, so no
+        commit in between is missed.  Threads of one process wait in turn.
+        """
+        digest = hashlib.md5(name.encode()).hexdigest()
+        deadline = time.monotonic() + timeout
+        with self._listen_lock:
+            try:
+                listener = self._listening()
+                while True:
+                    with self._transaction() as conn:
+                        latest, _ = self._head(conn, name)
+                    left = deadline - time.monotonic()
+                    if latest != after or left <= 0:
+                        return latest
+                    for note in listener.notifies(timeout=left):
+                        if note.payload == digest:
+                            break
+            except psycopg.OperationalError as exc:
+                if self._listener is not None:
+                    self._listener.close()
+                raise StoreError(f"lost the connection to PostgreSQL: {str(exc).strip()}") from None
 
     def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[str]]:
         """See :meth:`lethe.store.Store.checkpoint`."""

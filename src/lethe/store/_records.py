@@ -4,10 +4,17 @@ An entry is a **row**, a JSON array in :data:`ROW` order, with its instants as
 integer microseconds since the Unix epoch: reading rows back parses no
 ISO-8601 string and matches no field name, so opening a stored memory is no
 slower than ``Memory.from_dict`` of the same memory (0.9x at 100,000 entries).  A **head** is
-``[next_key, next_seq, latest microseconds or null]``.  A **record**, one per
-committed version, is what that version changed::
+``[next_key, next_seq, latest microseconds or null, tip]``, where the *tip* is a
+random id of the version it belongs to.  A **record**, one per committed
+version, is what that version changed, and the tip of the version it was made
+on (``prev``)::
 
-    {"head": HEAD, "written": [ROW, ...], "removed": [KEY, ...], "evicted": [ROW, ...]}
+    {"head": HEAD, "prev": TIP, "written": [ROW, ...], "removed": [KEY, ...], "evicted": [ROW, ...]}
+
+The tips chain the versions: a replica that folds a record whose ``prev`` is
+not its own tip knows the store's history is no longer the one it saw (a
+server restarted without its latest writes).  Heads and records written
+before tips existed (three fields, no ``prev``) are read as having none.
 
 Every field read back is checked as ``Memory.from_dict`` checks it (the same
 functions do it), so a damaged store gives a ``ValueError`` naming the field,
@@ -18,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import secrets
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
@@ -54,6 +62,7 @@ ROW = (
     "decay_state",
 )
 _RECORD_FIELDS = frozenset({"head", "written", "removed", "evicted"})
+_CHAINED_FIELDS = _RECORD_FIELDS | {"prev"}
 _LOW_US = int(to_us(datetime.min.replace(tzinfo=UTC)))
 _HIGH_US = int(to_us(datetime.max.replace(tzinfo=UTC)))
 
@@ -93,16 +102,28 @@ def row(e: Entry[Any, Any], decay_fn: Any) -> str:
         raise ValueError(f"key {e.key!r}: its value or summary cannot be saved as JSON: {exc}") from None
 
 
-def head(snapshot: Snapshot) -> str:
-    """The counters and the latest clock reading of ``snapshot``."""
+def new_tip() -> str:
+    """A fresh random id for a version (64 bits, as hex)."""
+    return secrets.token_hex(8)
+
+
+def head(snapshot: Snapshot, tip: str) -> str:
+    """The counters and the latest clock reading of ``snapshot``, and the ``tip`` of its version."""
     latest = "null" if snapshot.latest is None else int(snapshot.latest_us)
-    return f"[{snapshot.next_key},{snapshot.next_seq},{latest}]"
+    return f'[{snapshot.next_key},{snapshot.next_seq},{latest},"{tip}"]'
 
 
-def record(head_text: str, written: Iterable[str], removed: Iterable[Any], evicted: Iterable[str]) -> str:
-    """A change record from its parts, already written as text."""
+def record(
+    head_text: str, prev: str | None, written: Iterable[str], removed: Iterable[Any], evicted: Iterable[str]
+) -> str:
+    """A change record from its parts, already written as text; ``prev`` is the tip of the
+    version it was made on (None: not known)."""
     keys = dumps([encode_key(k) for k in removed])
-    return f'{{"head":{head_text},"written":[{",".join(written)}],"removed":{keys},"evicted":[{",".join(evicted)}]}}'
+    chained = "" if prev is None else f'"prev":"{prev}",'
+    return (
+        f'{{"head":{head_text},{chained}"written":[{",".join(written)}],"removed":{keys},'
+        f'"evicted":[{",".join(evicted)}]}}'
+    )
 
 
 # -- reading ----------------------------------------------------------------
@@ -171,15 +192,22 @@ def _parsed_rows(texts: Sequence[str], start: int) -> list[Any]:
     return [_parsed(text, f"entries[{start + i}]") for i, text in enumerate(chunk)]
 
 
-def _head(raw: Any) -> tuple[int, int, datetime | None, float]:
-    if type(raw) is not list or len(raw) != 3:
-        raise ValueError(f"head: expected [next_key, next_seq, latest], got {str(raw)[:80]}")
-    next_key, next_seq, latest = raw
+def _tip(raw: Any, field: str) -> str:
+    if type(raw) is not str or not 0 < len(raw) <= 64:
+        raise ValueError(f"{field}: expected a version id (a short string), got {str(raw)[:80]}")
+    return raw
+
+
+def _head(raw: Any) -> tuple[int, int, datetime | None, float, str | None]:
+    if type(raw) is not list or len(raw) not in (3, 4):
+        raise ValueError(f"head: expected [next_key, next_seq, latest, tip], got {str(raw)[:80]}")
+    next_key, next_seq, latest = raw[:3]
+    tip = _tip(raw[3], "head.tip") if len(raw) == 4 else None
     next_key, next_seq = checked_int(next_key, "head.next_key"), checked_int(next_seq, "head.next_seq")
     if latest is None:
-        return next_key, next_seq, None, -math.inf
+        return next_key, next_seq, None, -math.inf, tip
     moment, us = _moment(latest, "head.latest")
-    return next_key, next_seq, moment, us
+    return next_key, next_seq, moment, us, tip
 
 
 def _parsed(text: str, where: str) -> Any:
@@ -189,40 +217,44 @@ def _parsed(text: str, where: str) -> Any:
         raise ValueError(f"{where}: not JSON ({exc})") from None
 
 
-def snapshot(head_text: str, rows: Sequence[str], decay_fn: Any, max_entries: int) -> Snapshot:
-    """The snapshot a head and its rows hold, checked as ``Memory.from_dict`` checks a document.
+def snapshot(head_text: str, rows: Sequence[str], decay_fn: Any, max_entries: int) -> tuple[Snapshot, str | None]:
+    """The snapshot a head and its rows hold, checked as ``Memory.from_dict`` checks a
+    document, and the tip of its version (None: not recorded).
 
     Runtime complexity: O(n log n) for n rows (parsed 256 at a time).
 
     Raises:
         ValueError: malformed (naming ``entries[i]`` and the field, or ``head``).
     """
-    next_key, next_seq, latest, latest_us = _head(_parsed(head_text, "head"))
+    next_key, next_seq, latest, latest_us, tip = _head(_parsed(head_text, "head"))
     if len(rows) > max_entries:
         raise ValueError(f"entries: {len(rows)} entries exceed max_entries={max_entries}")
     built: list[Entry[Any, Any]] = []
     for start in range(0, len(rows), _CHUNK):
         built += _entries(_parsed_rows(rows, start), "entries", decay_fn, start)
     check_entries(built, next_seq, latest, latest_us, decay_fn)
-    return Snapshot(EMPTY.update({e.key: e for e in built}), next_key, next_seq, latest, latest_us)
+    return Snapshot(EMPTY.update({e.key: e for e in built}), next_key, next_seq, latest, latest_us), tip
 
 
-def change(text: str, decay_fn: Any, *, evicted: bool = True) -> Change:
-    """The :class:`~lethe._change.Change` a record holds; ``evicted=False`` skips the evicted
-    entries (a replica applying the change does not need them).
+def change(text: str, decay_fn: Any, *, evicted: bool = True) -> tuple[Change, str | None, str | None]:
+    """The :class:`~lethe._change.Change` a record holds, the tip of the version it was
+    made on and the tip of the version it made (each None: not recorded);
+    ``evicted=False`` skips the evicted entries (a replica applying the change does not
+    need them).
 
     Raises:
         ValueError: malformed (the message names the field).
     """
     data = _parsed(text, "record")
-    if type(data) is not dict or set(data) != _RECORD_FIELDS:
+    if type(data) is not dict or not _RECORD_FIELDS <= set(data) <= _CHAINED_FIELDS:
         raise ValueError(f"record: expected an object with fields {sorted(_RECORD_FIELDS)}, got {text[:80]}")
     for name in ("written", "removed", "evicted"):
         if type(data[name]) is not list:
             raise ValueError(f"record.{name}: expected a list, got {type(data[name]).__name__}")
-    next_key, next_seq, latest, latest_us = _head(data["head"])
+    next_key, next_seq, latest, latest_us, tip = _head(data["head"])
+    prev = _tip(data["prev"], "record.prev") if "prev" in data else None
     written = tuple(_entries(data["written"], "written", decay_fn))
     removed = tuple(checked_key(raw, f"removed[{i}]") for i, raw in enumerate(data["removed"]))
     gone = data["evicted"] if evicted else ()
     dropped = tuple(_entries(gone, "evicted", decay_fn))
-    return Change(written, removed, next_key, next_seq, latest, latest_us, dropped)
+    return Change(written, removed, next_key, next_seq, latest, latest_us, dropped), prev, tip

@@ -9,6 +9,7 @@ atomic on the server, over the keys of one memory, which share one hash tag
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,7 +21,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("RedisStore needs redis-py: pip install 'lethe-decay[redis]'") from exc
 
 # The keys of one memory, in the order every script takes them.
-_KEYS = ("config", "latest", "head", "log", "ops", "entries", "checkpoints", "first")
+_KEYS = ("config", "latest", "head", "log", "ops", "entries", "checkpoints", "first", "feed")
 
 # KEYS: the memory's keys (_KEYS order). ARGV: config, head, then seq, row pairs.
 _OPEN = """
@@ -55,6 +56,7 @@ redis.call('HSET', KEYS[5], ARGV[1], ARGV[4])
 local removed = tonumber(ARGV[5])
 for i = 6, 5 + removed do redis.call('HDEL', KEYS[6], ARGV[i]) end
 for i = 6 + removed, #ARGV, 2 do redis.call('HSET', KEYS[6], ARGV[i], ARGV[i + 1]) end
+redis.call('XADD', KEYS[9], 'MAXLEN', '~', 64, '*', 'v', ARGV[1])
 return 1
 """
 
@@ -242,6 +244,30 @@ class RedisStore:
         if done == -1:
             raise KeyError(name)
         return bool(done)
+
+    def wait(self, name: str, after: int, timeout: float) -> int:
+        """See :meth:`lethe.store.Store.wait`.
+
+        Every commit adds an item to the memory's stream (``...:feed``, the
+        last 64 or so kept); this blocks on ``XREAD BLOCK`` from the newest item
+        read together with the latest version, so no commit in between is missed.
+        """
+        keys = self._keys(name)
+        deadline = time.monotonic() + timeout
+        while True:
+            pipe = self._client.pipeline(transaction=True)
+            pipe.get(keys[1])
+            pipe.xrevrange(keys[8], count=1)
+            latest, newest = self._run(pipe.execute)
+            if latest is None:
+                raise KeyError(name)
+            left = deadline - time.monotonic()
+            if int(latest) != after or left <= 0:
+                return int(latest)
+            since = newest[0][0] if newest else "0-0"
+            # Below the socket timeout, so a quiet stream is not taken for a dead server.
+            block = max(1, int(min(left, self.timeout / 2) * 1000))
+            self._run(self._client.xread, {keys[8]: since}, count=1, block=block)
 
     def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[str]]:
         """See :meth:`lethe.store.Store.checkpoint`."""

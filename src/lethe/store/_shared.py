@@ -7,6 +7,7 @@ import dataclasses
 import json
 import math
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
@@ -29,6 +30,8 @@ R = TypeVar("R")
 #: The configuration fields a store keeps (hooks are process-local and never stored).
 _CONFIG_FIELDS = ("max_entries", "decay_fn", "half_life", "eviction_threshold", "summarize_threshold")
 _EMPTY = Snapshot(EMPTY, 0, 0, None, -math.inf)
+#: The longest one call of an engine's ``wait`` blocks for (a ``wait()`` with no timeout calls it again).
+_WAIT_SLICE = 10.0
 
 
 def _config_document(config: Config) -> dict[str, Any]:
@@ -38,6 +41,14 @@ def _config_document(config: Config) -> dict[str, Any]:
     if doc["decay_fn"].get("name") == "custom":
         doc["decay_fn"] = {"name": "custom"}
     return doc
+
+
+class _Diverged(Exception):
+    """A log record was made on another version than the one folded so far (internal)."""
+
+    def __init__(self, version: int) -> None:
+        super().__init__(version)
+        self.version = version
 
 
 class Shared(Generic[K, V]):
@@ -132,7 +143,7 @@ class Shared(Generic[K, V]):
         except KeyError:  # a new name: store the template's entries too (another process may beat us to it)
             snapshot = template._snapshot()
             rows = [(e.seq, _records.row(e, self._decay_fn)) for e in snapshot.entries.values()]
-            stored = store.open(name, _records.dumps(mine), _records.head(snapshot), rows)
+            stored = store.open(name, _records.dumps(mine), _records.head(snapshot, _records.new_tip()), rows)
         theirs = json.loads(stored)
         for field in _CONFIG_FIELDS:
             if theirs.get(field) != mine[field]:
@@ -140,7 +151,7 @@ class Shared(Generic[K, V]):
                     f"{name!r} was stored with another configuration: {field} is {theirs.get(field)!r} "
                     f"in the store, {mine[field]!r} here"
                 )
-        self._version, self._replica = self._loaded()
+        self._version, self._replica, self._tip = self._loaded()
         self._checkpointed = self._version
         self._catch_up()
 
@@ -161,59 +172,95 @@ class Shared(Generic[K, V]):
         """The version :meth:`current` last saw (0: the initial entries, n: after n commits)."""
         return self._version
 
-    def _restored(self, what: str, head: str, rows: list[str]) -> Memory[K, V]:
-        """A memory under the template's configuration from a stored head and rows."""
+    def _restored(self, what: str, head: str, rows: list[str]) -> tuple[Memory[K, V], str | None]:
+        """A memory under the template's configuration from a stored head and rows, and its tip."""
         try:
-            snapshot = _records.snapshot(head, rows, self._decay_fn, self._config.max_entries)
+            snapshot, tip = _records.snapshot(head, rows, self._decay_fn, self._config.max_entries)
         except ValueError as exc:
             raise StoreError(f"{self._name!r}: {what} cannot be read: {exc}") from None
-        return Memory._restored(self._config, snapshot)
+        return Memory._restored(self._config, snapshot), tip
 
-    def _loaded(self) -> tuple[int, Memory[K, V]]:
+    def _loaded(self) -> tuple[int, Memory[K, V], str | None]:
         """The current state, read from the store's current entries (no log to replay)."""
         # The rows read and the entries built from them all stay reachable: a collector pass
         # meanwhile frees nothing and, in a process holding much, walks all of it (as from_dict).
         with paused():
             version, head, rows = self._store.load(self._name)
-            return version, self._restored(f"the state at version {version}", head, rows)
+            return version, *self._restored(f"the state at version {version}", head, rows)
 
-    def _checkpointed_at(self, at_most: int) -> tuple[int, Memory[K, V]]:
+    def _checkpointed_at(self, at_most: int) -> tuple[int, Memory[K, V], str | None]:
         """The newest checkpoint at or before ``at_most``."""
         with paused():
             try:
                 version, head, rows = self._store.checkpoint(self._name, at_most)
             except KeyError:
                 raise StoreError(f"{self._name!r}: no checkpoint at or before version {at_most} is kept") from None
-            return version, self._restored(f"checkpoint {version}", head, rows)
+            return version, *self._restored(f"checkpoint {version}", head, rows)
 
-    def _change(self, version: int, record: str, evicted: bool) -> Change:
+    def _change(self, version: int, record: str, evicted: bool) -> tuple[Change, str | None, str | None]:
         try:
             return _records.change(record, self._decay_fn, evicted=evicted)
         except ValueError as exc:
             raise StoreError(f"{self._name!r}: log record {version} cannot be read: {exc}") from None
 
     def _folded(
-        self, version: int, mem: Memory[K, V], rows: list[tuple[int, str]] | Any
-    ) -> tuple[int, Memory[K, V]]:
+        self, version: int, mem: Memory[K, V], tip: str | None, rows: list[tuple[int, str]] | Any
+    ) -> tuple[int, Memory[K, V], str | None]:
+        """``mem`` (at ``version``, whose tip is ``tip``) with the log ``rows`` applied.
+
+        Raises:
+            _Diverged: a record was made on another version than the one folded so far.
+        """
         for v, record in rows:
             if v != version + 1:
                 raise StoreError(f"{self._name!r}: the log goes from version {version} to {v} (truncated)")
+            change, prev, new_tip = self._change(v, record, evicted=False)
+            if prev is not None and tip is not None and prev != tip:
+                raise _Diverged(version)
             try:
-                mem = mem._applied(self._change(v, record, evicted=False))
+                mem = mem._applied(change)
             except KeyError as exc:
                 raise StoreError(f"{self._name!r}: log record {v} removes a key not held: {exc}") from None
-            version = v
-        return version, mem
+            version, tip = v, new_tip
+        return version, mem, tip
 
     def _catch_up(self) -> None:
+        """Fold the log after :attr:`version` into the replica (from the current entries when
+        the log was compacted past it).
+
+        Raises:
+            StoreError: the store's history is no longer the one this replica saw (see
+                :meth:`_rejoin`), or the log cannot be read.
+        """
         rows = self._store.read(self._name, self._version)
-        if rows and rows[0][0] != self._version + 1:
-            # Compacted past this replica: start again from the current entries.
-            version, mem = self._loaded()
-            rows = self._store.read(self._name, version)
-            self._version, self._replica = self._folded(version, mem, rows)
-            return
-        self._version, self._replica = self._folded(self._version, self._replica, rows)
+        try:
+            if rows and rows[0][0] != self._version + 1:
+                # Compacted past this replica: start again from the current entries.
+                version, mem, tip = self._loaded()
+                rows = self._store.read(self._name, version)
+                self._version, self._replica, self._tip = self._folded(version, mem, tip, rows)
+                return
+            self._version, self._replica, self._tip = self._folded(self._version, self._replica, self._tip, rows)
+        except _Diverged:
+            self._rejoin()
+
+    def _rejoin(self) -> None:
+        """Follow the store again after its history went back: it no longer holds the
+        versions this replica saw last (a server restarted without its latest writes, a
+        store restored from a backup).  The replica becomes the store's current state.
+
+        Raises:
+            StoreError: always, naming the version seen and the version the store holds.
+        """
+        seen = self._version
+        self._version, self._replica, self._tip = self._loaded()
+        self._checkpointed = min(self._checkpointed, self._version)
+        raise StoreError(
+            f"{self._name!r}: the store's history went back: this replica saw version {seen}, and the "
+            f"store now holds version {self._version} without some of the versions seen (a server "
+            f"that restarted without its latest writes, a restored backup). The replica now follows "
+            f"the store: call again to go on"
+        )
 
     def current(self) -> Memory[K, V]:
         """The latest committed version, an ordinary immutable :class:`~lethe.Memory`.
@@ -227,6 +274,59 @@ class Shared(Generic[K, V]):
         with self._lock:
             self._catch_up()
             return self._replica
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until a version after the one this replica had when called is committed, by any
+        process, and catch up to it.
+
+        The engine says when a commit happens: Redis and Valkey by a blocking
+        stream read, PostgreSQL by ``LISTEN``/``NOTIFY``; SQLite cannot tell
+        another process, so :class:`~lethe.store.SQLiteStore` polls (every 0.5 ms
+        at first, backing off to 20 ms).  A replica that follows a memory to
+        act on every change loops ``while shared.wait(): ...``.
+
+        Args:
+            timeout: Seconds to wait at most; None waits until a commit.
+
+        Returns:
+            True once the replica moved on (read it with :meth:`current`), False
+            when ``timeout`` seconds passed first.
+
+        Raises:
+            ValueError: ``timeout`` is negative or not a number.
+            StoreError: the store's history went back (the replica then
+                follows the store, as after :meth:`update`), or the log cannot be read.
+
+        >>> from lethe import Memory
+        >>> from lethe.store import InMemoryStore, Shared
+        >>> store = InMemoryStore()
+        >>> follower = Shared(store, "notes", Memory())
+        >>> follower.wait(timeout=0)
+        False
+        >>> _ = Shared(store, "notes", Memory()).update(lambda m: m.put("v", key="k"))
+        >>> follower.wait(timeout=5), follower.version
+        (True, 1)
+        """
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0
+        ):
+            raise ValueError(f"timeout must be None or a number of seconds >= 0, got {timeout!r}")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            start = self._version
+        while True:
+            with self._lock:
+                self._catch_up()
+                seen = self._version
+            if seen != start:
+                return True
+            left = _WAIT_SLICE if deadline is None else min(deadline - time.monotonic(), _WAIT_SLICE)
+            if left <= 0:
+                return False
+            if self._store.wait(self._name, seen, left) < seen:
+                with self._lock:
+                    if self._version == seen:
+                        self._rejoin()
 
     def at(self, version: int) -> Memory[K, V]:
         """The memory as it was at ``version``, within the retained log.
@@ -248,9 +348,13 @@ class Shared(Generic[K, V]):
         """
         if type(version) is not int or version < 0:
             raise ValueError(f"version must be an int >= 0, got {version!r}")
-        base, mem = self._checkpointed_at(version)
+        base, mem, tip = self._checkpointed_at(version)
         rows = self._store.read(self._name, base, version)
-        found, mem = self._folded(base, mem, rows)
+        try:
+            found, mem, _ = self._folded(base, mem, tip, rows)
+        except _Diverged as exc:
+            made = exc.version + 1
+            raise StoreError(f"{self._name!r}: log record {made} was not made on version {exc.version}") from None
         if found != version:
             raise ValueError(f"version {version} is after the latest version ({found})")
         return mem
@@ -286,7 +390,7 @@ class Shared(Generic[K, V]):
             if version != since + 1:
                 raise StoreError(f"{self._name!r}: the log goes from version {since} to {version} (truncated)")
             since = version
-            change = self._change(version, record, evicted=True)
+            change = self._change(version, record, evicted=True)[0]
             if change.evicted:
                 yield version, change.evicted
 
@@ -327,8 +431,8 @@ class Shared(Generic[K, V]):
         """
         with self._lock:
             try:
+                self._catch_up()
                 while True:
-                    self._catch_up()
                     base = self._replica
                     runner = base._rehooked(self._run_config, ())
                     self._attempt.clear()
@@ -340,6 +444,12 @@ class Shared(Generic[K, V]):
                     new, result = out
                     if self._commit(base, runner, new):
                         return result
+                    # Lost the race: someone committed this version first.  If catching up finds
+                    # nothing after this replica's version, the store holds none: it went back.
+                    seen = self._version
+                    self._catch_up()
+                    if self._version == seen:
+                        self._rejoin()
             finally:
                 self._summaries.clear()
                 self._attempt.clear()
@@ -387,14 +497,15 @@ class Shared(Generic[K, V]):
             old = held.get(e.key)
             if old is not None and old.seq != e.seq:
                 removed.append(old.seq)  # the key was put again: its old row goes
-        head = _records.head(new._snapshot())
+        tip = _records.new_tip()
+        head = _records.head(new._snapshot(), tip)
         evicted = (_records.row(e, fn) for e in change.evicted)
-        record = _records.record(head, (r for _, r in written), change.removed, evicted)
+        record = _records.record(head, self._tip, (r for _, r in written), change.removed, evicted)
         version = self._version + 1
         if not self._store.append(self._name, version, record, head, written, removed):
             return False
         committed: Memory[K, V] = new._rehooked(self._config, change.evicted)
-        self._version, self._replica = version, committed
+        self._version, self._replica, self._tip = version, committed, tip
         self._maybe_checkpoint()
         if committed.evicted and self._on_evict is not None:
             self._on_evict(committed.evicted)

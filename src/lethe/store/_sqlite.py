@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -288,6 +289,23 @@ class SQLiteStore:
                 for seq, row in written:
                     conn.execute("INSERT OR REPLACE INTO entries VALUES (?, ?, ?)", (name, seq, row))
             return True
+
+    def wait(self, name: str, after: int, timeout: float) -> int:
+        """See :meth:`lethe.store.Store.wait`.
+
+        SQLite tells no other connection of a commit: this polls the latest
+        version, first every 0.5 ms, then less often, up to every 20 ms.
+        """
+        deadline = time.monotonic() + timeout
+        pause = 0.0005
+        while True:
+            with self._lock:
+                version, _ = self._head(self._connection(), name)
+            left = deadline - time.monotonic()
+            if version != after or left <= 0:
+                return version
+            time.sleep(min(pause, left))
+            pause = min(pause * 1.5, 0.02)
 
     def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[str]]:
         """See :meth:`lethe.store.Store.checkpoint`."""
