@@ -9,14 +9,17 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
+import warnings
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lethe import Entry, ManualClock, Memory
-from lethe.store import InMemoryStore, Shared, SQLiteStore, Store, StoreError
+from lethe import ClockWarning, Entry, ManualClock, Memory
+from lethe.store import InMemoryStore, Shared, SQLiteStore, Store, StoreClock, StoreError
 
 from ._support import fake_clock, sqlite_integrity
 
@@ -609,3 +612,108 @@ def _reopened(store: Store, tmp_path: Path) -> Store:
         kwargs = store._client.connection_pool.connection_kwargs
         return RedisStore(f"redis://{kwargs['host']}:{kwargs['port']}/0", prefix=store.prefix)
     return store
+
+
+def test_store_clock_reads_the_stores_clock(store: Store) -> None:
+    clock = StoreClock(store)
+    assert clock.offset is None
+    first = clock()
+    assert first.tzinfo is not None
+    assert first.utcoffset() == timedelta(0)
+    # Every engine here runs on this host, so the store's clock is this host's (within slack).
+    assert abs(first.timestamp() - time.time()) < 5
+    assert clock.offset is not None
+    assert abs(clock.offset) < 5
+    readings = [clock() for _ in range(50)]
+    assert readings == sorted(readings)
+    assert readings[0] >= first
+
+
+class _AheadStore(InMemoryStore):
+    """An in-memory engine whose clock runs an hour ahead of this host's, counting its readings."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.readings = 0
+
+    def time(self) -> float:
+        self.readings += 1
+        return time.time() + 3600
+
+
+def test_store_clock_asks_the_store_once_per_resync() -> None:
+    store = _AheadStore()
+    clock = StoreClock(store, resync=3600)
+    for _ in range(100):
+        assert abs(clock().timestamp() - (time.time() + 3600)) < 5
+    assert store.readings == 1
+    every = StoreClock(store, resync=0)
+    for _ in range(10):
+        every()
+    assert store.readings == 11
+
+
+def test_store_clock_never_goes_back_and_survives_an_unreachable_server() -> None:
+    class Flaky(InMemoryStore):
+        def __init__(self) -> None:
+            super().__init__()
+            self.offsets = [10.0, -10.0]  # a reading, then one 20 s earlier
+
+        def time(self) -> float:
+            if not self.offsets:
+                raise StoreError("cannot reach the server")
+            return time.time() + self.offsets.pop(0)
+
+    clock = StoreClock(Flaky(), resync=0)
+    first = clock()
+    second = clock()  # the server's clock went back 20 s: this clock does not
+    third = clock()  # the server cannot be reached: it goes on from the last reading
+    assert first <= second <= third
+    unreachable = Flaky()
+    unreachable.offsets = []
+    with pytest.raises(StoreError, match="cannot reach"):
+        StoreClock(unreachable)()  # never read: there is nothing to go on from
+
+
+@pytest.mark.parametrize("resync", [-1, float("nan"), float("inf"), "1", True])
+def test_store_clock_refuses_a_bad_resync(resync: Any) -> None:
+    with pytest.raises(ValueError, match="resync"):
+        StoreClock(InMemoryStore(), resync=resync)
+
+
+def test_a_writer_whose_clock_runs_ahead_is_noticed(store: Store) -> None:
+    ahead, behind = fake_clock(), fake_clock()
+    ahead.advance(3600)
+    reader = Shared(store, "bot", _template(behind))
+    writer = Shared(store, "bot", _template(ahead))
+    writer.update(lambda m: m.put("from the future", key="k"))
+    with pytest.warns(ClockWarning, match=r"'bot'.* 3600\.000 s ahead of this process's clock"):
+        reader.current()
+    writer.update(lambda m: m.put("again", key="j"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reader.current()  # once, until it passes
+        behind.advance(3600)
+        writer.update(lambda m: m.put("now", key="i"))
+        reader.current()
+        quiet = Shared(store, "bot", _template(fake_clock()), max_clock_skew=None)
+        quiet.current()
+    with pytest.warns(ClockWarning):
+        Shared(store, "bot", _template(fake_clock()))  # opening a memory ahead of the clock warns too
+
+
+def test_writers_on_the_store_clock_share_one_timeline() -> None:
+    store = _AheadStore()  # as a server whose clock is an hour ahead of every host's
+    writer = Shared(store, "bot", Memory(clock_fn=StoreClock(store)))
+    writer.update(lambda m: m.put("v", key="k"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reader = Shared(store, "bot", Memory(clock_fn=StoreClock(store)))
+        reader.update(lambda m: m.put("w", key="j"))
+    assert abs(reader.current().peek("j").inserted_at.timestamp() - (time.time() + 3600)) < 5
+
+
+@pytest.mark.parametrize("skew", [-1, float("nan"), "1", True])
+def test_max_clock_skew_is_checked(skew: Any) -> None:
+    with pytest.raises(ValueError, match="max_clock_skew"):
+        Shared(InMemoryStore(), "bot", Memory(), max_clock_skew=skew)

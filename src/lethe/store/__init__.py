@@ -21,6 +21,7 @@ the decay function or a hook.  See ``docs/store.md``.
 
 from typing import TYPE_CHECKING
 
+from lethe.store._clock import StoreClock
 from lethe.store._engine import Store
 from lethe.store._errors import StoreError
 from lethe.store._memory import InMemoryStore
@@ -31,7 +32,16 @@ if TYPE_CHECKING:
     from lethe.store._postgres import PostgresStore
     from lethe.store._redis import RedisStore
 
-__all__ = ["InMemoryStore", "PostgresStore", "RedisStore", "SQLiteStore", "Shared", "Store", "StoreError"]
+__all__ = [
+    "InMemoryStore",
+    "PostgresStore",
+    "RedisStore",
+    "SQLiteStore",
+    "Shared",
+    "Store",
+    "StoreClock",
+    "StoreError",
+]
 
 
 def __getattr__(name: str) -> object:

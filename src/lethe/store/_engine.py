@@ -132,6 +132,11 @@ class Store(Protocol):
         """
         ...
 
+    def time(self) -> float:
+        """The store's clock: seconds since the Unix epoch, read by the server (by this host
+        for an engine that lives on it).  See :class:`~lethe.store.StoreClock`."""
+        ...
+
     def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[str]]:
         """The newest checkpoint ``(version, head, rows)`` of ``name`` with ``version <= at_most``
         (the newest of all when ``at_most`` is None), read at once.

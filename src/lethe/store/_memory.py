@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -95,6 +96,10 @@ class InMemoryStore:
             named = self._names[name]
             self._committed.wait_for(lambda: named.version != after, timeout)
             return named.version
+
+    def time(self) -> float:
+        """See :meth:`lethe.store.Store.time`: this host's clock."""
+        return time.time()
 
     def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[str]]:
         """See :meth:`lethe.store.Store.checkpoint`."""

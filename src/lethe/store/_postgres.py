@@ -295,6 +295,13 @@ class PostgresStore:
                     self._listener.close()
                 raise StoreError(f"lost the connection to PostgreSQL: {str(exc).strip()}") from None
 
+    def time(self) -> float:
+        """See :meth:`lethe.store.Store.time`: the server's clock (``clock_timestamp()``)."""
+        with self._transaction() as conn:
+            row = conn.execute("SELECT extract(epoch FROM clock_timestamp())::float8").fetchone()
+        assert row is not None
+        return float(row[0])
+
     def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[str]]:
         """See :meth:`lethe.store.Store.checkpoint`."""
         high = 2**63 - 1 if at_most is None else at_most

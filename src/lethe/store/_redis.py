@@ -269,6 +269,11 @@ class RedisStore:
             block = max(1, int(min(left, self.timeout / 2) * 1000))
             self._run(self._client.xread, {keys[8]: since}, count=1, block=block)
 
+    def time(self) -> float:
+        """See :meth:`lethe.store.Store.time`: the server's clock (``TIME``)."""
+        seconds, micros = self._run(self._client.time)
+        return int(seconds) + int(micros) / 1e6
+
     def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[str]]:
         """See :meth:`lethe.store.Store.checkpoint`."""
         found = self._script("checkpoint", name, "+inf" if at_most is None else at_most)

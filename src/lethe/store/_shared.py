@@ -8,17 +8,21 @@ import json
 import math
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
 from lethe._change import Change
+from lethe._clock import to_us, utc_now
 from lethe._config import Config
 from lethe._entry import Entry
+from lethe._errors import ClockWarning
 from lethe._gc import paused
 from lethe._map import EMPTY
 from lethe._memory import Memory
 from lethe._serialize import memory_to_dict
 from lethe._snapshot import Snapshot
+from lethe._validate import is_number
 from lethe.store import _records
 from lethe.store._engine import Store
 from lethe.store._errors import StoreError
@@ -97,6 +101,12 @@ class Shared(Generic[K, V]):
             O(1) per commit amortized; the log before the older of the two
             newest checkpoints is deleted, so :meth:`at` and
             :meth:`evictions` reach back at least that many versions.
+        max_clock_skew: Warn (:class:`~lethe.ClockWarning`) when the memory's
+            latest clock reading, made by some writer, is ahead of this
+            process's clock by more than this many seconds (None: never):
+            until this process's clock catches up, its operations all happen
+            at that reading.  :class:`~lethe.store.StoreClock` gives every
+            writer one clock.
 
     Raises:
         ValueError: ``name`` exists with another configuration (the message
@@ -113,13 +123,25 @@ class Shared(Generic[K, V]):
     ('node 7 fixed', 1)
     """
 
-    def __init__(self, store: Store, name: str, template: Memory[K, V], *, checkpoint_every: int = 256) -> None:
+    def __init__(
+        self,
+        store: Store,
+        name: str,
+        template: Memory[K, V],
+        *,
+        checkpoint_every: int = 256,
+        max_clock_skew: float | None = 1.0,
+    ) -> None:
         if not isinstance(template, Memory):
             raise TypeError(f"template must be a Memory, got {type(template).__name__}")
         if not isinstance(name, str):
             raise TypeError(f"name must be a str, got {type(name).__name__}")
         if type(checkpoint_every) is not int or checkpoint_every < 1:
             raise ValueError(f"checkpoint_every must be a positive int, got {checkpoint_every!r}")
+        if max_clock_skew is not None and not (is_number(max_clock_skew) and max_clock_skew >= 0):
+            raise ValueError(f"max_clock_skew must be None or a number of seconds >= 0, got {max_clock_skew!r}")
+        self._max_skew_us = math.inf if max_clock_skew is None else max_clock_skew * 1e6
+        self._skewed = False
         self._store = store
         self._name = name
         self._checkpoint_every = checkpoint_every
@@ -154,6 +176,7 @@ class Shared(Generic[K, V]):
         self._version, self._replica, self._tip = self._loaded()
         self._checkpointed = self._version
         self._catch_up()
+        self._check_clock()
 
     # -- reading ----------------------------------------------------------
 
@@ -243,6 +266,30 @@ class Shared(Generic[K, V]):
             self._version, self._replica, self._tip = self._folded(self._version, self._replica, self._tip, rows)
         except _Diverged:
             self._rejoin()
+        if rows:
+            self._check_clock()
+
+    def _check_clock(self) -> None:
+        """Warn (:class:`~lethe.ClockWarning`, once until it passes) when the memory's latest
+        clock reading is ahead of this process's clock by more than ``max_clock_skew``."""
+        latest = self._replica._latest_us
+        if latest == -math.inf or self._max_skew_us == math.inf:
+            return
+        clock = self._config.clock_fn or utc_now
+        ahead = latest - to_us(clock(), "clock_fn()")
+        if ahead <= self._max_skew_us:
+            self._skewed = False
+        elif not self._skewed:
+            self._skewed = True
+            warnings.warn(
+                ClockWarning(
+                    f"{self._name!r}: the memory's latest clock reading is {ahead / 1e6:.3f} s ahead of this "
+                    "process's clock: a writer's clock runs ahead, and this process's operations all happen "
+                    "at that reading until its clock catches up (decay stands still here). Give every "
+                    "writer lethe.store.StoreClock(store) as clock_fn, or keep the hosts' clocks in step"
+                ),
+                stacklevel=4,
+            )
 
     def _rejoin(self) -> None:
         """Follow the store again after its history went back: it no longer holds the

@@ -307,6 +307,10 @@ class SQLiteStore:
             time.sleep(min(pause, left))
             pause = min(pause * 1.5, 0.02)
 
+    def time(self) -> float:
+        """See :meth:`lethe.store.Store.time`: this host's clock (SQLite's file lives on this host)."""
+        return time.time()
+
     def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[str]]:
         """See :meth:`lethe.store.Store.checkpoint`."""
         high = 2**63 - 1 if at_most is None else at_most
