@@ -42,6 +42,9 @@ from lethe._ranking import SCAN
 DECAYS = ("exponential", "actr")
 #: Models indexed by group (``rank_key``): each measured against the same function behind a callable (a scan).
 GROUPED = ("power_law", "soft_floor", "access_weighted", "stability_exponential")
+#: Models indexed by score bounds (``lethe._bounds``), measured against their scan; their indexed
+#: cases are :func:`lethe_cases`' own (the same memory).
+BOUNDED = ("actr",)
 START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 STEP = timedelta(seconds=1)
 #: The first clock reading of a benchmark (a reading moves the clock on by STEP after it).
@@ -235,10 +238,11 @@ def lethe_cases(n: int, decay: str, ops_fast: int, ops_slow: int, rng: random.Ra
     ]
 
 
-def grouped_cases(n: int, decay: str, ops_slow: int) -> list[Case]:
+def grouped_cases(n: int, decay: str, ops_slow: int, *, indexed_too: bool = True) -> list[Case]:
     """``put`` at capacity and ``top(10)`` of a model indexed by group (4 groups: the importances of
-    :func:`build_memory`), and of a twin that scans: the same memory, its ranking swapped for the
-    scan (so both score through the model's fast path), at n entries."""
+    :func:`build_memory`) or by bounds, and of a twin that scans: the same memory, its ranking
+    swapped for the scan (so both score through the model's fast path), at n entries
+    (``indexed_too=False``: the twin only)."""
     keys = keys_for(n)
     clock = fake_clock()
     indexed = build_memory(n, decay, clock, n, keys)
@@ -248,7 +252,8 @@ def grouped_cases(n: int, decay: str, ops_slow: int) -> list[Case]:
     new_keys = keys_for(ops_slow, "new")
     slow_range = range(ops_slow)
     cases = []
-    for prefix, full in ((f"lethe.{decay}", indexed), (f"scan.{decay}", scanned)):
+    twins = ((f"lethe.{decay}", indexed), (f"scan.{decay}", scanned))
+    for prefix, full in twins if indexed_too else twins[1:]:
 
         def put_full(full: Memory[Any, Any] = full) -> int:
             clock.set(built_at)
@@ -265,7 +270,7 @@ def grouped_cases(n: int, decay: str, ops_slow: int) -> list[Case]:
                 full.top(10)
             return _now_ns() - t0
 
-        how = "indexed by group" if prefix.startswith("lethe") else "scanned (the same model, no index)"
+        how = "indexed" if prefix.startswith("lethe") else "scanned (the same model, no index)"
         cases += [
             Case(f"{prefix}.put_full", "lethe", ops_slow, put_full, f"put a new key at capacity, {how}"),
             Case(f"{prefix}.top10", "lethe", ops_slow, top10, f"top(10), {how}"),
@@ -620,6 +625,9 @@ def setup_size(
     if grouped:
         for decay in GROUPED:
             setup.cases += grouped_cases(n, decay, ops_slow)
+        for decay in BOUNDED:
+            if decay in decays:
+                setup.cases += grouped_cases(n, decay, ops_slow, indexed_too=False)
     setup.cases += map_cases(n, ops_fast, rng)
     setup.cases += dict_cases(n, ops_fast, ops_slow, rng)
     setup.cases += floor_cases(n, ops_slow)
@@ -777,6 +785,11 @@ TARGETS: list[tuple[str, str, str, int, str, float]] = [
     *(
         (f"{op} {decay}: x faster than its scan", f"lethe.{decay}.{op}", f"scan.{decay}.{op}", 100_000, ">=", 100.0)
         for decay in GROUPED
+        for op in ("put_full", "top10")
+    ),
+    *(
+        (f"{op} {decay}: x faster than its scan", f"lethe.{decay}.{op}", f"scan.{decay}.{op}", 100_000, ">=", 20.0)
+        for decay in BOUNDED
         for op in ("put_full", "top10")
     ),
     ("scored() vs score loop + sorted", "lethe.exponential.scored", "floor.score_sorted", 10_000, "<=", 1.5),

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from lethe._bounds import Bounds
 from lethe._clock import from_us
 from lethe._entry import Entry
 from lethe._groups import Groups
@@ -154,11 +155,14 @@ def build(fields: dict[str, Any], source: Config | None = None, held: int = 0) -
 
 def _ranking(scorer: Scorer) -> Ranking:
     """The ranking of an empty memory: one index for one rate (``decay_rate``), an index per
-    group for a ranking fixed within groups (``rank_key``), else a scan."""
+    group for a ranking fixed within groups (``rank_key``), a threshold search over time-invariant
+    bounds for scores that have them (ACT-R), else a scan."""
     if scorer.rate_us is not None:
         return Order(scorer.rate_us)
     if scorer.rank_key is not None:
         return Groups(scorer)
+    if scorer.bounds is not None:
+        return Bounds(scorer)
     return SCAN
 
 

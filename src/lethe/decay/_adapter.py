@@ -183,6 +183,9 @@ class Adapter:
         rank_key: ``(entry) -> (group, key)`` when the function declares ``rank_key`` (and no
             ``decay_rate``), the importance added to the group when the memory multiplies by it
             (a custom function's results checked); else None.
+        bounds: ``(rank_bounds, bound)`` of a built-in whose scores lie between time-invariant
+            bounds (``_rank_bounds``, ``_bound``; see ``lethe._bounds``), the importance added to
+            the group and to the bound when the memory multiplies by it; else None.
         rehearse: ``(entry, now, now_us) -> new decay_state`` (``now`` may be
             None), or None when the function keeps no state.
         time_until, dump_state, load_state, merge_states: The optional members, or None.
@@ -195,6 +198,7 @@ class Adapter:
 
     __slots__ = (
         "_call",
+        "bounds",
         "dump_state",
         "fast",
         "fn",
@@ -221,6 +225,7 @@ class Adapter:
     values: Callable[[list[Entry[Any, Any]], float], list[float]] | None
     rate_us: float | None
     rank_key: Callable[[Entry[Any, Any]], tuple[Hashable, float]] | None
+    bounds: tuple[Callable[[Entry[Any, Any]], tuple[Hashable, float, float]], Callable[..., float]] | None
     rehearse: Callable[[Entry[Any, Any], datetime | None, float], Any] | None
     time_until: Callable[[Entry[Any, Any], float], float | None] | None
     dump_state: Callable[[Any], Any] | None
@@ -251,6 +256,11 @@ class Adapter:
             self.rank_key = _grouped(rank_key, builtin, self.multiply, where)
         else:
             self.rank_key = None
+        rank_bounds, bound = getattr(fn, "_rank_bounds", None), getattr(fn, "_bound", None)
+        if fast is not None and self.rate_us is None and self.rank_key is None and rank_bounds and bound:
+            self.bounds = _bounded(rank_bounds, bound) if self.multiply else (rank_bounds, bound)
+        else:
+            self.bounds = None
         rehearse_us = getattr(fn, "_rehearse", None) if fast is not None else None
         rehearse = getattr(fn, "rehearse", None)
         if rehearse_us is not None:
@@ -330,6 +340,22 @@ def _grouped(
         return ((entry.importance, group) if multiply else group), key
 
     return checked
+
+
+def _bounded(
+    rank_bounds: Callable[[Entry[Any, Any]], tuple[Hashable, float, float]], bound: Callable[..., float]
+) -> tuple[Callable[[Entry[Any, Any]], tuple[Hashable, float, float]], Callable[..., float]]:
+    """A built-in's bounds on its raw score as bounds on the rank value ``raw * importance``:
+    the importance joins the group, and multiplies the bound."""
+
+    def with_importance(entry: Entry[Any, Any]) -> tuple[Hashable, float, float]:
+        group, high, low = rank_bounds(entry)
+        return (entry.importance, group), high, low
+
+    def scaled(group: tuple[float, Hashable], key: float, now_us: float, upper: bool) -> float:
+        return bound(group[1], key, now_us, upper) * group[0]
+
+    return with_importance, scaled
 
 
 def _callable(fn: object, name: str) -> Any:

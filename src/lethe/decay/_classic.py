@@ -261,6 +261,25 @@ class ACTR(Stateful):
             return 0.0
         return 1.0 / (1.0 + math.exp(x))
 
+    def _rank_bounds(self, entry: Entry[Any, Any]) -> tuple[int, float, float]:
+        """``(group, newest access, oldest access)``: with ``n`` accesses, every term of the sum
+        (Petrov's remainder included, a mean of the same terms) lies between the term of the
+        oldest and that of the newest; the group is ``n`` rounded to a power of two (its bit length)."""
+        times = self._times(entry)
+        n = max(entry.access_count + 1, len(times))
+        return n.bit_length(), max(times), min(entry.inserted_us, *times)
+
+    def _bound(self, group: int, key_us: float, now_us: float, upper: bool) -> float:
+        """The raw score of ``n`` accesses all at ``key_us`` (``n`` the largest of the group when
+        ``upper``, else the smallest), widened by a relative 1e-9 against float rounding."""
+        age = (now_us - key_us) * 1e-6
+        if age <= 0.0:
+            return 1.0 + 1e-9 if upper else 1.0  # every access is at or after now: the raw score is 1.0
+        n = (1 << group) - 1 if upper else 1 << (group - 1)
+        x = (self._tau - math.log(n) + self.decay * math.log(age)) / self.noise
+        raw = 0.0 if x > 700.0 else 1.0 / (1.0 + math.exp(x))
+        return raw * (1.0 + 1e-9) + 1e-300 if upper else raw * (1.0 - 1e-9)
+
     def _rehearse(self, entry: Entry[Any, Any], now_us: float) -> tuple[float, ...]:
         return (*self._times(entry), now_us)[-self.history :]
 
