@@ -551,6 +551,70 @@ def memory_decay_cases(n: int, ops_fast: int, ops_slow: int) -> tuple[list[Case]
 # -- floors ------------------------------------------------------------------
 
 
+class CustomDecay:
+    """A user's decay function the memory cannot index (no ``decay_rate``, ``rank_key`` or
+    bounds): exponential in the time since the last access, written as users write one."""
+
+    def __init__(self, half_life: timedelta) -> None:
+        self.half_life = half_life
+        self._seconds = half_life.total_seconds()
+
+    def score(self, entry: Entry[Any, Any], now: datetime) -> float:
+        return float(0.5 ** ((now - entry.last_accessed_at).total_seconds() / self._seconds))
+
+
+def custom_cases(n: int, ops_slow: int) -> list[Case]:
+    """The scan of a model with no index: ``top(10)`` and ``scored()`` of a memory whose decay
+    function is :class:`CustomDecay`, against the same function in a bare score loop over a list
+    of the same entries (+ ``heapq.nlargest`` / ``sorted``): the least any scan can cost."""
+    clock = fake_clock()
+    clock.set(FIRST)
+    fn = CustomDecay(half_life_for(n))
+    mem: Memory[Any, Any] = Memory(max_entries=n, decay_fn=fn, clock_fn=clock)
+    for i, k in enumerate(keys_for(n)):
+        mem = mem.put(VALUE, key=k, importance=importance_of(i))
+    built_at = clock.now
+    entries = list(mem._entries.values())
+    score, nlargest = fn.score, heapq.nlargest
+    slow_range = range(ops_slow)
+
+    def top10() -> int:
+        clock.set(built_at)
+        t0 = _now_ns()
+        for _ in slow_range:
+            mem.top(10)
+        return _now_ns() - t0
+
+    def scored() -> int:
+        clock.set(built_at)
+        t0 = _now_ns()
+        for _ in slow_range:
+            mem.scored()
+        return _now_ns() - t0
+
+    def floor_top10() -> int:
+        t0 = _now_ns()
+        for _ in slow_range:
+            s = [score(e, built_at) * e.importance for e in entries]
+            nlargest(10, range(len(s)), key=s.__getitem__)
+        return _now_ns() - t0
+
+    def floor_sorted() -> int:
+        t0 = _now_ns()
+        for _ in slow_range:
+            s = [score(e, built_at) * e.importance for e in entries]
+            order = sorted(range(len(s)), key=s.__getitem__, reverse=True)
+            [(entries[i], s[i]) for i in order]
+        return _now_ns() - t0
+
+    return [
+        Case("lethe.custom.top10", "lethe", ops_slow, top10, "top(10) of a custom (unindexed) decay function: a scan"),
+        Case("lethe.custom.scored", "lethe", ops_slow, scored, "scored() of a custom decay function"),
+        Case("floor.custom_nlargest10", "floor", ops_slow, floor_top10, "the same function's score loop + nlargest"),
+        Case("floor.custom_sorted", "floor", ops_slow, floor_sorted, "the same function's score loop + sorted"),
+    ]
+
+
 def floor_cases(n: int, ops_slow: int) -> list[Case]:
     """The least a pure-Python ranking can cost: plain tuples, one list comprehension."""
     rng = random.Random(1)
@@ -631,6 +695,7 @@ def setup_size(
     setup.cases += map_cases(n, ops_fast, rng)
     setup.cases += dict_cases(n, ops_fast, ops_slow, rng)
     setup.cases += floor_cases(n, ops_slow)
+    setup.cases += custom_cases(n, ops_slow)
     if measure_memory:
         setup.memory["map"] = _map_memory_per_entry(n, _build_persistent)
         setup.memory["dict"] = _map_memory_per_entry(n, lambda ks: dict.fromkeys(ks, VALUE))
@@ -765,6 +830,8 @@ def run_suite(
 
 # -- ratios against the targets ---------------------------------------------
 
+_CUSTOM_ROWS = (("top(10)", "top10", "nlargest", "nlargest10"), ("scored()", "scored", "sorted", "sorted"))
+
 # (label, numerator, denominator, size, op, target); the ratio is num/den,
 # except for "x faster" rows (op ">="), where it is den/num.
 TARGETS: list[tuple[str, str, str, int, str, float]] = [
@@ -793,6 +860,11 @@ TARGETS: list[tuple[str, str, str, int, str, float]] = [
         for op in ("put_full", "top10")
     ),
     ("scored() vs score loop + sorted", "lethe.exponential.scored", "floor.score_sorted", 10_000, "<=", 1.5),
+    *(
+        (f"{what} custom function vs its loop + {floor}", f"lethe.custom.{op}", f"floor.custom_{den}", n, "<=", 1.5)
+        for what, op, floor, den in _CUSTOM_ROWS
+        for n in (10_000, 100_000)
+    ),
     ("top(10) ACTR vs score loop + nlargest", "lethe.actr.top10", "floor.score_nlargest10", 10_000, "<=", 1.5),
     ("top(10) ACTR vs score loop + nlargest", "lethe.actr.top10", "floor.score_nlargest10", 100_000, "<=", 1.5),
     ("active() ACTR vs score loop + sorted", "lethe.actr.active", "floor.score_sorted", 10_000, "<=", 1.5),

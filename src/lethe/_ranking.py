@@ -21,8 +21,8 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Iterator
 from datetime import datetime
-from itertools import compress, islice
-from operator import attrgetter, eq
+from itertools import compress, islice, repeat
+from operator import attrgetter, eq, is_not
 from typing import Any, Protocol
 
 from lethe._entry import Entry
@@ -32,6 +32,8 @@ from lethe._scoring import Scorer
 
 Entries = PersistentMap[Any, Entry[Any, Any]]
 _SEQ = attrgetter("seq")
+_EXPIRES = attrgetter("expires_us")
+_PINNED = attrgetter("pinned")
 
 
 class Ranking(Protocol):
@@ -104,15 +106,17 @@ class Scan:
         return iter(rank(pinned, rest, scorer.many(rest, now, now_us))[0])
 
     def top(self, entries: Entries, scorer: Scorer, n: int, now: datetime, now_us: float) -> list[Entry[Any, Any]]:
-        live = [e for e in entries.to_list() if not expired(e, now_us)]
-        pinned = sorted((e for e in live if e.pinned), key=_SEQ, reverse=True)
-        if len(pinned) >= n:
-            return pinned[:n]
-        rest = [e for e in live if not e.pinned]
-        values = scorer.many(rest, now, now_us)
-        # The rank order is (value, seq) descending: a heap picks the first n without sorting all.
-        best = heapq.nlargest(n - len(pinned), range(len(rest)), key=lambda i: (values[i], rest[i].seq))
-        return pinned + [rest[i] for i in best]
+        live = entries.to_list()
+        if any(map(is_not, map(_EXPIRES, live), repeat(None))):
+            live = [e for e in live if not expired(e, now_us)]
+        if any(map(_PINNED, live)):
+            pinned = sorted((e for e in live if e.pinned), key=_SEQ, reverse=True)
+            if len(pinned) >= n:
+                return pinned[:n]
+            rest = [e for e in live if not e.pinned]
+        else:
+            pinned, rest = [], live
+        return pinned + _best(rest, scorer.many(rest, now, now_us, live=True), n - len(pinned))
 
     def at_least(
         self, entries: Entries, limit: float, now_us: float
@@ -137,6 +141,22 @@ class Scan:
 
 
 SCAN = Scan()
+
+
+def _best(entries: list[Entry[Any, Any]], values: list[float], k: int) -> list[Entry[Any, Any]]:
+    """The ``k`` entries first in rank order ((value, seq) descending), in that order."""
+    if k <= 0 or not entries:
+        return []
+    if k < len(entries):
+        # The k-th largest value bounds the answer: the k largest floats by a heap in C, then only
+        # the entries at or above it (k of them, more on ties) are sorted with their seqs.
+        least = heapq.nlargest(k, values)[-1]
+        chosen = list(compress(range(len(values)), map(least.__le__, values)))
+    else:
+        chosen = list(range(len(values)))
+    # (value, seq, index) tuples built and compared in C (seqs are unique: indexes never compared).
+    keyed = zip(map(values.__getitem__, chosen), map(_SEQ, map(entries.__getitem__, chosen)), chosen)
+    return [entries[i] for _, _, i in heapq.nlargest(k, keyed)]
 
 
 def rank(

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from itertools import compress, repeat
+from math import isfinite
+from operator import attrgetter, is_not, mul
 from typing import Any
 
 from lethe._entry import Entry
-from lethe.decay._adapter import Adapter, check_decay_function
+from lethe.decay._adapter import Adapter, check_decay_function, checked_score
 from lethe.decay._registry import by_name
+
+_EXPIRES = attrgetter("expires_us")
+_IMPORTANCE = attrgetter("importance")
+_SEQ = attrgetter("seq")
+_FLOATS = {float}
 
 
 class Scorer(Adapter):
@@ -41,15 +49,28 @@ class Scorer(Adapter):
         s = self.raw(entry, now, now_us)
         return s * entry.importance if self.multiply else s
 
-    def many(self, entries: list[Entry[Any, Any]], now: datetime, now_us: float) -> list[float]:
-        """Rank values (:meth:`unclamped`) of unpinned ``entries``, in order."""
+    def many(self, entries: list[Entry[Any, Any]], now: datetime, now_us: float, live: bool = False) -> list[float]:
+        """Rank values (:meth:`unclamped`) of unpinned ``entries``, in order (``live``: none of
+        them has expired, as the caller checked)."""
         values = self.values
         if values is not None:
             return values(entries, now_us)
         raw = self.fast
         if raw is None:
-            unclamped = self.unclamped
-            return [unclamped(e, now, now_us) for e in entries]
+            # Some may have expired: never score those.
+            if not live and any(map(is_not, map(_EXPIRES, entries), repeat(None))):
+                unclamped = self.unclamped
+                return [unclamped(e, now, now_us) for e in entries]
+            # One call per entry and checks over the whole list (in C), as a bare score loop would.
+            call = self._call
+            got = [call(e, now) for e in entries]
+            if got and not (set(map(type, got)) == _FLOATS and all(map(isfinite, got))):
+                where = self.where
+                got = [
+                    v if type(v) is float and v - v == 0.0 else checked_score(v, e.key, where)
+                    for v, e in zip(got, entries)
+                ]
+            return list(map(mul, got, map(_IMPORTANCE, entries))) if self.multiply else got
         out: list[float] = []
         append = out.append
         multiply = self.multiply
@@ -67,8 +88,9 @@ class Scorer(Adapter):
         if not unpinned:
             return None
         values = self.many(unpinned, now, now_us)
-        best = min(range(len(unpinned)), key=lambda i: (values[i], unpinned[i].seq))
-        return unpinned[best]
+        least = min(values)
+        # The earliest put among the entries of the lowest value (comparisons in C, no key function).
+        return min((unpinned[i] for i in compress(range(len(values)), map(least.__eq__, values))), key=_SEQ)
 
 
 def clamp(value: float) -> float:
