@@ -225,3 +225,49 @@ def test_a_subclass_of_actr_scans() -> None:
         pass
 
     assert isinstance(Memory(decay_fn=Odd(60.0))._ranking, Scan)
+
+
+def test_a_tie_group_is_read_run_by_run(counted: list[int]) -> None:
+    """10,000 entries put at one instant (``put_many``, a frozen clock) score alike: a put at
+    capacity and ``top(10)`` score a handful of them, and answer as a scan would (put order)."""
+    clock = fake_clock()  # frozen: every reading is the same instant until moved
+    mem: Memory[Any, Any] = Memory(decay_fn=ACTR(3600.0), max_entries=N, clock_fn=clock)
+    mem = mem.put_many((i, i) for i in range(N))
+    clock.advance(1800)
+    _take(counted)
+    full = mem
+    for i in range(20):
+        full = full.put(i, key=f"new{i}")
+        assert _take(counted) < 20
+    assert [k for k in range(20) if k not in full] == list(range(20))  # the earliest put go first
+    top = mem.top(10)
+    assert _take(counted) < 20
+    assert [e.key for e in top] == list(range(N - 1, N - 11, -1))  # equals: the latest put first
+    assert [e.key for e in mem.top(N)][-3:] == [2, 1, 0]
+
+
+@pytest.mark.parametrize("history", [1, 2, 10])
+@pytest.mark.parametrize("count", [0, 1, 2, 5, 40])
+@pytest.mark.parametrize("state", [None, (0.0,), (0.0, 5.0), (-10.0, 3.0, 4.0)])
+def test_bounds_hold_for_any_history(history: int, count: int, state: tuple[float, ...] | None) -> None:
+    """Any access count and stored history (one merged by consolidation, one read from a file),
+    at any later moment: the score lies within the bounds, and in group 1 it is a function of the key."""
+    fn = ACTR(HALF_LIFE, history=history)
+    base = START.timestamp() * 1e6
+    kept = None if state is None else tuple(base + t * 1e6 for t in state)[-history:]
+    e: Entry[Any, Any] = Entry(
+        key="k",
+        value="v",
+        inserted_at=START - timedelta(seconds=20),
+        last_accessed_at=START + timedelta(seconds=5),
+        access_count=count,
+        decay_state=kept,
+    )
+    group, high, low = fn._rank_bounds(e)
+    assert low <= high
+    for later in (5.000001, 6.0, 60.0, 3600.0, 1e7):
+        now_us = base + later * 1e6
+        raw = fn._raw(e, now_us)
+        assert fn._bound(group, low, now_us, False) <= raw <= fn._bound(group, high, now_us, True)
+        if fn._exact(group):
+            assert low == high

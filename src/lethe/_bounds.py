@@ -12,7 +12,11 @@ each.  A built-in decay function declares them with two private members:
 * ``_rank_bounds(entry) -> (group, high_key, low_key)``;
 * ``_bound(group, key, now_us, upper) -> float``, non-decreasing in ``key``:
   within the group, an entry scores at most ``_bound(group, high_key, now_us,
-  True)`` and at least ``_bound(group, low_key, now_us, False)``.
+  True)`` and at least ``_bound(group, low_key, now_us, False)``;
+* ``_exact(group) -> bool``: whether, in the group, the score is a function of
+  the key alone (the bounds meet: ACT-R's entries never rehearsed).  Entries
+  of one key there score alike, so a run of them (a ``put_many`` batch, a
+  frozen clock) is scored once and given out in put order, as ``Groups`` does.
 
 :class:`Bounds` keeps, per group, one persistent B+tree by high key and one by
 low key, and answers by a threshold search (Fagin, Lotem & Naor, "Optimal
@@ -22,7 +26,7 @@ as no unread entry's bound can beat (or tie) the best score found.  The
 answers are exactly a full scan's; the cost is the entries whose bounds
 overlap the answer's score: for entries never rehearsed (bounds exact) about
 ``G + k`` score calls for ``top(k)`` and ``G`` for the victim of a put at
-capacity.  Past :data:`~lethe._groups.MAX_GROUPS` live groups the memory scans.
+capacity, however many of them share one instant.  Past :data:`~lethe._groups.MAX_GROUPS` live groups the memory scans.
 """
 
 from __future__ import annotations
@@ -60,17 +64,18 @@ class Bounds:
     ``(high_key, seq)`` and one ``(low_key, seq)`` B+tree, searched by threshold at query time
     (see the module doc and ``_ranking.Ranking``)."""
 
-    __slots__ = ("bound", "groups", "pinned", "rank_bounds")
+    __slots__ = ("bound", "exact", "groups", "pinned", "rank_bounds")
 
     rank_bounds: RankBounds
     bound: Bound
+    exact: Callable[[Hashable], bool]
     groups: dict[Hashable, tuple[Tree, Tree]]  # never mutated once a ranking holds it
     pinned: Tree  # (0.0, seq, entry)
 
     def __init__(self, scorer: Scorer) -> None:
         if scorer.bounds is None:
             raise ValueError("Bounds needs a decay function that declares score bounds")
-        self.rank_bounds, self.bound = scorer.bounds
+        self.rank_bounds, self.bound, self.exact = scorer.bounds
         self.groups = _NO_GROUPS
         self.pinned = Tree()
 
@@ -80,6 +85,7 @@ class Bounds:
         new: Bounds = object.__new__(Bounds)
         new.rank_bounds = self.rank_bounds
         new.bound = self.bound
+        new.exact = self.exact
         new.groups = groups
         new.pinned = pinned
         return new
@@ -166,28 +172,37 @@ class Bounds:
         for item in self.pinned.descending():
             yield item[2]
         value = _valuer(scorer, now, now_us)
-        bound = self.bound
+        bound, exact = self.bound, self.exact
         tick = count()
-        # Unread entries, the next of each group: (-upper bound, tick, entry, group, the rest).
-        unread: list[tuple[float, int, Entry[Any, Any], Hashable, Iterator[tuple[Any, ...]]]] = []
+        # Unread entries, the next of each group: (-upper bound, tick, entry, key, group, the rest).
+        unread: list[tuple[float, int, Entry[Any, Any], Any, Hashable, Iterator[tuple[Any, ...]]]] = []
         for group, (highs, _) in self.groups.items():
-            rest = highs.descending()
-            for key, _, e in rest:
-                heappush(unread, (-bound(group, key, now_us, True), next(tick), e, group, rest))
-                break
-        found: list[tuple[float, int, Entry[Any, Any]]] = []  # scored: (-value, -seq, entry)
+            _push_next(unread, highs.descending(), group, bound, now_us, True, tick)
+        # Scored: (-value, -seq, tick, entry, the run it heads in an exact group or None).
+        found: list[tuple[float, int, int, Entry[Any, Any], tuple[Any, Tree] | None]] = []
         while True:
             # Read while an unread entry may rank at or above the best found (a tie may be put later).
             while unread and (not found or unread[0][0] <= found[0][0]):
-                _, _, e, group, rest = heappop(unread)
-                if _live(e, now_us):
-                    heappush(found, (-value(e), -e.seq, e))
-                for key, _, nxt in rest:
-                    heappush(unread, (-bound(group, key, now_us, True), next(tick), nxt, group, rest))
-                    break
+                _, _, e, key, group, rest = heappop(unread)
+                if exact(group):
+                    # The score is a function of the key: the run of equal keys scores alike, and
+                    # comes out latest put first; its other members follow from ``found`` one by one.
+                    highs = self.groups[group][0]
+                    member = e if _live(e, now_us) else _next_live(highs, key, e.seq, now_us)
+                    if member is not None:
+                        heappush(found, (-value(member), -member.seq, next(tick), member, (key, highs)))
+                    rest = highs.descending_below((key, -1))
+                elif _live(e, now_us):
+                    heappush(found, (-value(e), -e.seq, next(tick), e, None))
+                _push_next(unread, rest, group, bound, now_us, True, tick)
             if not found:
                 return
-            yield heappop(found)[2]
+            negative, _, _, e, run = heappop(found)
+            yield e
+            if run is not None:
+                member = _next_live(run[1], run[0], e.seq, now_us)
+                if member is not None:
+                    heappush(found, (negative, -member.seq, next(tick), member, run))
 
     def top(self, entries: Entries, scorer: Scorer, n: int, now: datetime, now_us: float) -> list[Entry[Any, Any]]:
         """The first ``n`` entries of :meth:`ranked`."""
@@ -206,25 +221,22 @@ class Bounds:
         (A memory removes its expired entries before it looks for a victim.)
         """
         value = _valuer(scorer, now, now_us)
-        bound = self.bound
+        bound, exact = self.bound, self.exact
         tick = count()
-        unread: list[tuple[float, int, Entry[Any, Any], Hashable, Iterator[tuple[Any, ...]]]] = []
+        unread: list[tuple[float, int, Entry[Any, Any], Any, Hashable, Iterator[tuple[Any, ...]]]] = []
         for group, (_, lows) in self.groups.items():
-            rest = lows.ascending_from(_FIRST)
-            for key, _, e in rest:
-                heappush(unread, (bound(group, key, now_us, False), next(tick), e, group, rest))
-                break
+            _push_next(unread, lows.ascending_from(_FIRST), group, bound, now_us, False, tick)
         best: Entry[Any, Any] | None = None
         least = math.inf
         # Read while an unread entry may score at or below the lowest found (a tie may be put earlier).
         while unread and unread[0][0] <= least:
-            _, _, e, group, rest = heappop(unread)
+            _, _, e, key, group, rest = heappop(unread)
             v = value(e)
             if best is None or v < least or (v == least and e.seq < best.seq):
                 best, least = e, v
-            for key, _, nxt in rest:
-                heappush(unread, (bound(group, key, now_us, False), next(tick), nxt, group, rest))
-                break
+            if exact(group):  # the rest of the run scores alike and was put later: skip it
+                rest = self.groups[group][1].ascending_from((key, math.inf))
+            _push_next(unread, rest, group, bound, now_us, False, tick)
         return best
 
     def at_least(
@@ -262,3 +274,31 @@ class Bounds:
 
     def __repr__(self) -> str:
         return f"Bounds({len(self.groups)} groups)"
+
+
+def _push_next(
+    unread: list[tuple[float, int, Entry[Any, Any], Any, Hashable, Iterator[tuple[Any, ...]]]],
+    rest: Iterator[tuple[Any, ...]],
+    group: Hashable,
+    bound: Bound,
+    now_us: float,
+    upper: bool,
+    tick: Iterator[int],
+) -> None:
+    """Push the next item of ``rest`` (a group read in bound order) as unread, with its bound
+    (negated when ``upper``: the heap gives the largest first)."""
+    for key, _, e in rest:
+        b = bound(group, key, now_us, upper)
+        heappush(unread, (-b if upper else b, next(tick), e, key, group, rest))
+        return
+
+
+def _next_live(tree: Tree, key: Any, seq: int, now_us: float) -> Entry[Any, Any] | None:
+    """The next live member, in descending order, of the run of ``key`` after ``seq``; None at its end."""
+    for k, _, e in tree.descending_below((key, seq)):
+        if k != key:
+            return None
+        if _live(e, now_us):
+            found: Entry[Any, Any] = e
+            return found
+    return None

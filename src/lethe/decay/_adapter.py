@@ -183,9 +183,10 @@ class Adapter:
         rank_key: ``(entry) -> (group, key)`` when the function declares ``rank_key`` (and no
             ``decay_rate``), the importance added to the group when the memory multiplies by it
             (a custom function's results checked); else None.
-        bounds: ``(rank_bounds, bound)`` of a built-in whose scores lie between time-invariant
-            bounds (``_rank_bounds``, ``_bound``; see ``lethe._bounds``), the importance added to
-            the group and to the bound when the memory multiplies by it; else None.
+        bounds: ``(rank_bounds, bound, exact)`` of a built-in whose scores lie between
+            time-invariant bounds (``_rank_bounds``, ``_bound``, ``_exact``; see ``lethe._bounds``),
+            the importance added to the group and to the bound when the memory multiplies by it;
+            else None.
         rehearse: ``(entry, now, now_us) -> new decay_state`` (``now`` may be
             None), or None when the function keeps no state.
         time_until, dump_state, load_state, merge_states: The optional members, or None.
@@ -225,7 +226,10 @@ class Adapter:
     values: Callable[[list[Entry[Any, Any]], float], list[float]] | None
     rate_us: float | None
     rank_key: Callable[[Entry[Any, Any]], tuple[Hashable, float]] | None
-    bounds: tuple[Callable[[Entry[Any, Any]], tuple[Hashable, float, float]], Callable[..., float]] | None
+    bounds: (
+        tuple[Callable[[Entry[Any, Any]], tuple[Hashable, float, float]], Callable[..., float], Callable[[Any], bool]]
+        | None
+    )
     rehearse: Callable[[Entry[Any, Any], datetime | None, float], Any] | None
     time_until: Callable[[Entry[Any, Any], float], float | None] | None
     dump_state: Callable[[Any], Any] | None
@@ -256,9 +260,9 @@ class Adapter:
             self.rank_key = _grouped(rank_key, builtin, self.multiply, where)
         else:
             self.rank_key = None
-        rank_bounds, bound = getattr(fn, "_rank_bounds", None), getattr(fn, "_bound", None)
-        if fast is not None and self.rate_us is None and self.rank_key is None and rank_bounds and bound:
-            self.bounds = _bounded(rank_bounds, bound) if self.multiply else (rank_bounds, bound)
+        rank_bounds, bound, exact = (getattr(fn, name, None) for name in ("_rank_bounds", "_bound", "_exact"))
+        if fast is not None and self.rate_us is None and self.rank_key is None and rank_bounds and bound and exact:
+            self.bounds = _bounded(rank_bounds, bound, exact) if self.multiply else (rank_bounds, bound, exact)
         else:
             self.bounds = None
         rehearse_us = getattr(fn, "_rehearse", None) if fast is not None else None
@@ -343,8 +347,10 @@ def _grouped(
 
 
 def _bounded(
-    rank_bounds: Callable[[Entry[Any, Any]], tuple[Hashable, float, float]], bound: Callable[..., float]
-) -> tuple[Callable[[Entry[Any, Any]], tuple[Hashable, float, float]], Callable[..., float]]:
+    rank_bounds: Callable[[Entry[Any, Any]], tuple[Hashable, float, float]],
+    bound: Callable[..., float],
+    exact: Callable[[Any], bool],
+) -> tuple[Callable[[Entry[Any, Any]], tuple[Hashable, float, float]], Callable[..., float], Callable[[Any], bool]]:
     """A built-in's bounds on its raw score as bounds on the rank value ``raw * importance``:
     the importance joins the group, and multiplies the bound."""
 
@@ -355,7 +361,10 @@ def _bounded(
     def scaled(group: tuple[float, Hashable], key: float, now_us: float, upper: bool) -> float:
         return bound(group[1], key, now_us, upper) * group[0]
 
-    return with_importance, scaled
+    def exact_within(group: tuple[float, Hashable]) -> bool:
+        return exact(group[1])
+
+    return with_importance, scaled, exact_within
 
 
 def _callable(fn: object, name: str) -> Any:

@@ -263,11 +263,14 @@ class ACTR(Stateful):
 
     def _rank_bounds(self, entry: Entry[Any, Any]) -> tuple[int, float, float]:
         """``(group, newest access, oldest access)``: with ``n`` accesses, every term of the sum
-        (Petrov's remainder included, a mean of the same terms) lies between the term of the
-        oldest and that of the newest; the group is ``n`` rounded to a power of two (its bit length)."""
+        (Petrov's remainder included, a mean of terms from the insertion on) lies between the
+        term of the oldest and that of the newest; the group is ``n`` rounded to a power of two
+        (its bit length), so in group 1 (one access) the score is a function of that access."""
         times = self._times(entry)
         n = max(entry.access_count + 1, len(times))
-        return n.bit_length(), max(times), min(entry.inserted_us, *times)
+        # The insertion enters the sum only through the remainder of accesses no longer listed.
+        oldest = min(times) if n == len(times) else min(entry.inserted_us, *times)
+        return n.bit_length(), max(times), oldest
 
     def _bound(self, group: int, key_us: float, now_us: float, upper: bool) -> float:
         """The raw score of ``n`` accesses all at ``key_us`` (``n`` the largest of the group when
@@ -279,6 +282,11 @@ class ACTR(Stateful):
         x = (self._tau - math.log(n) + self.decay * math.log(age)) / self.noise
         raw = 0.0 if x > 700.0 else 1.0 / (1.0 + math.exp(x))
         return raw * (1.0 + 1e-9) + 1e-300 if upper else raw * (1.0 - 1e-9)
+
+    @staticmethod
+    def _exact(group: int) -> bool:
+        """Whether the score of the group's entries is a function of the key: one access only."""
+        return group == 1
 
     def _rehearse(self, entry: Entry[Any, Any], now_us: float) -> tuple[float, ...]:
         return (*self._times(entry), now_us)[-self.history :]
