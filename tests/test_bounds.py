@@ -26,8 +26,7 @@ from lethe._ranking import Scan
 from lethe.decay import ACTR
 
 from ._support import START, fake_clock
-from .test_groups import Scanned, _extra, ops
-from .test_index import _apply, _observe
+from .test_groups import Scanned, _extra, ops, run_twins
 
 HALF_LIFE = 60.0
 
@@ -80,38 +79,11 @@ def _twins(
     return indexed, scanned
 
 
-def run_twins(model: str, cap: int, script: list[tuple[Any, ...]]) -> None:
-    clock = fake_clock()
-    log: list[tuple[str, Any]] = []
-    indexed, scanned = _twins(model, cap, clock, log)
-    for op in script:
-        if op[0] == "advance":
-            clock.now += timedelta(seconds=op[1])
-            continue
-        results = []
-        for mem in (indexed, scanned):
-            try:
-                results.append((*_apply(mem, op), None))
-            except Exception as exc:  # the same error, raised by both
-                results.append((mem, None, (type(exc), str(exc))))
-        (indexed, got, failure), (scanned, want, expected) = results
-        assert failure == expected
-        assert got == want
-        if expected is not None:
-            continue
-        assert _observe(indexed) == _observe(scanned)
-        now_us = clock.now.timestamp() * 1e6
-        if not any(e.expires_us is not None and e.expires_us <= now_us for e in indexed._entries.values()):
-            assert _extra(indexed) == _extra(scanned)
-        assert [k for tag, k in log if tag == "indexed"] == [k for tag, k in log if tag == "scanned"]
-        assert all(e == scanned.peek(e.key) for e in indexed)
-
-
 @pytest.mark.parametrize("model", sorted(MODELS))
 @settings(max_examples=150, deadline=None)
 @given(cap=st.integers(1, 6), script=st.lists(ops, max_size=60))
 def test_a_bounded_memory_answers_as_a_scan(model: str, cap: int, script: list[tuple[Any, ...]]) -> None:
-    run_twins(model, cap, script)
+    run_twins(model, cap, script, _twins)
 
 
 @settings(max_examples=60, deadline=None)

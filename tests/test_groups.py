@@ -13,7 +13,7 @@ victims at capacity, ``evict`` and ``next_eviction``.  The score calls of
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -113,10 +113,14 @@ def _extra(mem: Memory[Any, Any]) -> dict[str, Any]:
     return {"lowest": None if lowest is None else lowest.key, "top10": [e.key for e in mem.top(10)]}
 
 
-def run_twins(model: str, cap: int, script: list[tuple[Any, ...]]) -> None:
+Twins = Callable[[str, int, ManualClock, list[tuple[str, Any]]], tuple[Memory[Any, Any], Memory[Any, Any]]]
+
+
+def run_twins(model: str, cap: int, script: list[tuple[Any, ...]], twins: Twins = _twins) -> None:
+    """Drive an indexed memory and its scanned twin (``twins``) through ``script``; every answer must agree."""
     clock = fake_clock()
     log: list[tuple[str, Any]] = []
-    indexed, scanned = _twins(model, cap, clock, log)
+    indexed, scanned = twins(model, cap, clock, log)
     for op in script:
         if op[0] == "advance":
             clock.now += timedelta(seconds=op[1])

@@ -35,12 +35,12 @@ import math
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from datetime import datetime
 from heapq import heappop, heappush
-from itertools import count
+from itertools import count, islice
 from typing import Any
 
 from lethe._btree import Tree
 from lethe._entry import Entry
-from lethe._groups import MAX_GROUPS, _valuer
+from lethe._groups import MAX_GROUPS, _live, _valuer
 from lethe._map import PersistentMap
 from lethe._ranking import SCAN, Ranking
 from lethe._scoring import Scorer, clamp
@@ -52,11 +52,6 @@ _Item = tuple[float, int, Entry[Any, Any]]
 
 _FIRST = (-math.inf, -1)
 _NO_GROUPS: dict[Hashable, tuple[Tree, Tree]] = {}
-
-
-def _live(entry: Entry[Any, Any], now_us: float) -> bool:
-    deadline = entry.expires_us
-    return deadline is None or now_us < deadline
 
 
 class Bounds:
@@ -206,14 +201,7 @@ class Bounds:
 
     def top(self, entries: Entries, scorer: Scorer, n: int, now: datetime, now_us: float) -> list[Entry[Any, Any]]:
         """The first ``n`` entries of :meth:`ranked`."""
-        out: list[Entry[Any, Any]] = []
-        if n <= 0:
-            return out
-        for entry in self.ranked(entries, scorer, now, now_us):
-            out.append(entry)
-            if len(out) >= n:
-                break
-        return out
+        return list(islice(self.ranked(entries, scorer, now, now_us), max(n, 0)))
 
     def lowest(self, entries: Entries, scorer: Scorer, now: datetime, now_us: float) -> Entry[Any, Any] | None:
         """The unpinned entry ranking last (lowest rank value, then earliest put); None if all are pinned.

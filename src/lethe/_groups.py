@@ -41,6 +41,7 @@ import math
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from datetime import datetime
 from heapq import heappop, heappush
+from itertools import islice
 from typing import Any
 
 from lethe._btree import Tree
@@ -196,14 +197,7 @@ class Groups:
 
     def top(self, entries: Entries, scorer: Scorer, n: int, now: datetime, now_us: float) -> list[Entry[Any, Any]]:
         """The first ``n`` entries of :meth:`ranked`."""
-        out: list[Entry[Any, Any]] = []
-        if n <= 0:
-            return out
-        for entry in self.ranked(entries, scorer, now, now_us):
-            out.append(entry)
-            if len(out) >= n:
-                break
-        return out
+        return list(islice(self.ranked(entries, scorer, now, now_us), max(n, 0)))
 
     def lowest(self, entries: Entries, scorer: Scorer, now: datetime, now_us: float) -> Entry[Any, Any] | None:
         """The unpinned entry ranking last (lowest rank value, then earliest put); None if all are pinned.
