@@ -153,7 +153,7 @@ class PostgresStore:
 
     def close(self) -> None:
         """Close this process's connections; the store is not used again."""
-        with self._lock, self._listen_lock:
+        with self._listen_lock, self._lock:  # the order wait() takes them in
             for conn, pid in ((self._conn, self._pid), (self._listener, self._listener_pid)):
                 if conn is not None and pid == os.getpid():
                     conn.close()
