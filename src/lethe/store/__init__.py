@@ -1,4 +1,4 @@
-"""Durable memory shared by the processes of one host: a replicated log of changes.
+"""Durable memory shared by processes, on one host (SQLite) or many (PostgreSQL, Redis): a replicated log of changes.
 
 Every process keeps a replica of the memory, an ordinary immutable
 :class:`~lethe.Memory`; the store keeps an append-only log of what each
