@@ -540,6 +540,7 @@ def run_engines_bench(
     notes: list[str] = result["notes"]
     if "wait" not in FOLLOW:
         notes.append("this lethe's Shared has no wait(): the follower polls current()")
+    result["meta"]["versions"].update({d: suite._version(d) for d in ("psycopg", "redis")})  # the clients
     t_start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="lethe-engines-bench-", dir=directory) as tmp:
         workdir = Path(tmp)
