@@ -29,7 +29,8 @@ to choose where; only the public API of ``lethe.store`` is used):
    database file (and its -wal file) against one JSON snapshot of the memory.
 
 Medians and min-max over rounds, GC on, fake clock, as ``run.py``; see
-docs/performance.md.
+docs/performance.md.  ``engines.py`` runs the writers, a commit and the cold
+open on every engine (SQLite, Redis, PostgreSQL) in one run, with the helpers here.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ import suite
 from suite import STEP, VALUE, Case, SizeSetup, build_memory, fake_clock, half_life_for, keys_for
 
 from lethe import Entry, ManualClock, Memory
-from lethe.store import Shared, SQLiteStore
+from lethe.store import Shared, SQLiteStore, Store
 
 DECAY = "exponential"
 NAME = "bench"
@@ -125,6 +126,23 @@ def summary(samples: Sequence[float]) -> dict[str, Any]:
 # -- 1 and 2: the cost of a commit ---------------------------------------------
 
 
+def put_sampler(sh: Shared[Any, Any], count: int, prefix: str) -> Callable[[], int]:
+    """A sample of ``count`` commits ``sh.update(put of a new key)``, fresh keys every call; returns ns."""
+    made = [0]
+
+    def run_() -> int:
+        start = made[0]
+        made[0] = start + count
+        batch = [f"{prefix}{i}" for i in range(start, start + count)]  # fresh keys every sample
+        update = sh.update
+        t0 = _now_ns()
+        for k in batch:
+            update(partial(_put, k=k))
+        return _now_ns() - t0
+
+    return run_
+
+
 def commit_setup(n: int, workdir: Path, ops: int, durable_ops: int, rng: random.Random) -> tuple[SizeSetup, list[Any]]:
     """The interleaved cases of one size: plain put/get against the same on a Shared memory."""
     keys = keys_for(n)
@@ -164,21 +182,6 @@ def commit_setup(n: int, workdir: Path, ops: int, durable_ops: int, rng: random.
         opened.append(store)
         return Shared(store, NAME, _template(n, clock_s))
 
-    def shared_put(sh: Shared[Any, Any], count: int, prefix: str) -> Callable[[], int]:
-        made = [0]
-
-        def run_() -> int:
-            start = made[0]
-            made[0] = start + count
-            batch = [f"{prefix}{i}" for i in range(start, start + count)]  # fresh keys every sample
-            update = sh.update
-            t0 = _now_ns()
-            for k in batch:
-                update(partial(_put, k=k))
-            return _now_ns() - t0
-
-        return run_
-
     def shared_get(sh: Shared[Any, Any]) -> Callable[[], int]:
         def run_() -> int:
             transact = sh.transact
@@ -192,12 +195,12 @@ def commit_setup(n: int, workdir: Path, ops: int, durable_ops: int, rng: random.
     setup = SizeSetup(n)
     setup.cases = [
         Case("plain.put", "plain", ops, plain_put, "Memory.put of a new key at capacity (chained)"),
-        Case("shared.put", "shared", ops, shared_put(shared("put"), ops, "s"), "update(put), default store"),
+        Case("shared.put", "shared", ops, put_sampler(shared("put"), ops, "s"), "update(put), default store"),
         Case(
             "shared.put.durable",
             "shared",
             durable_ops,
-            shared_put(shared("put-durable", durable=True), durable_ops, "d"),
+            put_sampler(shared("put-durable", durable=True), durable_ops, "d"),
             "update(put), SQLiteStore(durable=True)",
         ),
         Case("plain.get", "plain", ops, plain_get, "Memory.get of a present key (chained)"),
@@ -215,19 +218,24 @@ def overheads(cases: dict[str, Any]) -> dict[str, dict[str, Any]]:
         ("put.durable", "shared.put.durable", "plain.put"),
         ("durable vs default", "shared.put.durable", "shared.put"),
     ):
-        a, b = cases[shared], cases[plain]
-        paired = [x - y for x, y in zip(a["samples_ns"], b["samples_ns"])]  # same round
-        out[label] = {
-            "numerator": shared,
-            "denominator": plain,
-            "numerator_ns": a["median_ns"],
-            "denominator_ns": b["median_ns"],
-            "overhead_ns": a["median_ns"] - b["median_ns"],
-            "overhead_min_ns": min(paired),
-            "overhead_max_ns": max(paired),
-            "ratio": a["median_ns"] / b["median_ns"],
-        }
+        out[label] = overhead(cases, shared, plain)
     return out
+
+
+def overhead(cases: dict[str, Any], numerator: str, denominator: str) -> dict[str, Any]:
+    """Case ``numerator`` against ``denominator`` of the same run: difference and ratio of the medians."""
+    a, b = cases[numerator], cases[denominator]
+    paired = [x - y for x, y in zip(a["samples_ns"], b["samples_ns"])]  # same round
+    return {
+        "numerator": numerator,
+        "denominator": denominator,
+        "numerator_ns": a["median_ns"],
+        "denominator_ns": b["median_ns"],
+        "overhead_ns": a["median_ns"] - b["median_ns"],
+        "overhead_min_ns": min(paired),
+        "overhead_max_ns": max(paired),
+        "ratio": a["median_ns"] / b["median_ns"],
+    }
 
 
 def run_commit(
@@ -251,12 +259,22 @@ def run_commit(
 # -- 3: several writer processes ---------------------------------------------------
 
 
-def _writer(path: str, size: int, w: int, count: int, start: datetime, barrier: Any, results: Any) -> None:
+def _writer(
+    open_store: Callable[[], Store],
+    name: str,
+    size: int,
+    w: int,
+    count: int,
+    start: datetime,
+    barrier: Any,
+    results: Any,
+) -> None:
     """One writer process: open the memory, wait for the others, commit ``count`` puts, report."""
     clock = ManualClock(start, step=STEP)
     attempts = [0]
-    with SQLiteStore(path) as store:
-        sh: Shared[Any, Any] = Shared(store, NAME, _template(size, clock))
+    store = open_store()
+    try:
+        sh: Shared[Any, Any] = Shared(store, name, _template(size, clock))
         keys = [f"w{w}-{i}" for i in range(count)]
 
         def put(m: Memory[Any, Any], k: str) -> Memory[Any, Any]:
@@ -268,20 +286,22 @@ def _writer(path: str, size: int, w: int, count: int, start: datetime, barrier: 
         for k in keys:
             sh.update(partial(put, k=k))
         elapsed = time.perf_counter() - t0
+    finally:
+        store.close()
     results.put({"writer": w, "elapsed_s": elapsed, "commits": count, "attempts": attempts[0]})
 
 
-def writers_trial(workdir: Path, size: int, writers: int, count: int, trial: int) -> dict[str, Any]:
-    """One trial: a fresh store, ``writers`` spawned processes, wall time from the barrier to the last commit."""
-    path = workdir / f"writers-{writers}-{trial}.db"
-    clock = fake_clock()
-    store, _sh = _create(path, build_memory(size, DECAY, clock, size, keys_for(size)))
-    store.close()
+def writer_processes(
+    open_store: Callable[[], Store], name: str, size: int, writers: int, count: int, start: datetime
+) -> dict[str, Any]:
+    """``writers`` spawned processes, each ``open_store()`` (picklable: a ``functools.partial`` of an
+    engine class) and ``count`` puts into the existing memory ``name``; wall time from the barrier
+    to the last commit, and the final version read back."""
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(writers + 1)
     results = ctx.Queue()
     procs = [
-        ctx.Process(target=_writer, args=(str(path), size, w, count, clock.now, barrier, results))
+        ctx.Process(target=_writer, args=(open_store, name, size, w, count, start, barrier, results))
         for w in range(writers)
     ]
     for p in procs:
@@ -297,9 +317,12 @@ def writers_trial(workdir: Path, size: int, writers: int, count: int, trial: int
     failed = [p.exitcode for p in procs if p.exitcode != 0]
     if failed:
         raise RuntimeError(f"writer processes failed: exit codes {failed}")
-    with SQLiteStore(path) as check:
-        final = Shared(check, NAME, _template(size, _later_clock()))
+    check = open_store()
+    try:
+        final = Shared(check, name, _template(size, _later_clock()))
         version, kept = final.version, len(final.current())
+    finally:
+        check.close()
     total = writers * count
     return {
         "wall_s": wall,
@@ -313,16 +336,17 @@ def writers_trial(workdir: Path, size: int, writers: int, count: int, trial: int
     }
 
 
-def run_writers(
-    workdir: Path, size: int, writer_counts: Sequence[int], count: int, rounds: int, progress: Callable[[str], None]
-) -> dict[str, Any]:
-    trials: dict[int, list[dict[str, Any]]] = {w: [] for w in writer_counts}
-    order = list(writer_counts)
-    for r in range(rounds):
-        shift = r % len(order)
-        for w in order[shift:] + order[:shift]:
-            trials[w].append(writers_trial(workdir, size, w, count, r))
-        progress(f"writers: round {r + 1}/{rounds} done")
+def writers_trial(workdir: Path, size: int, writers: int, count: int, trial: int) -> dict[str, Any]:
+    """One trial on a fresh SQLite file: ``writers`` spawned processes (see :func:`writer_processes`)."""
+    path = workdir / f"writers-{writers}-{trial}.db"
+    clock = fake_clock()
+    store, _sh = _create(path, build_memory(size, DECAY, clock, size, keys_for(size)))
+    store.close()
+    return writer_processes(partial(SQLiteStore, str(path)), NAME, size, writers, count, clock.now)
+
+
+def writers_summary(trials: dict[int, list[dict[str, Any]]], size: int, count: int) -> dict[str, Any]:
+    """The trials of each writer count (from :func:`writer_processes`): medians, min-max, checks."""
     out: dict[str, Any] = {"size": size, "updates_per_writer": count, "by_writers": {}}
     for w, runs in trials.items():
         out["by_writers"][str(w)] = {
@@ -336,6 +360,19 @@ def run_writers(
             "version_ok": all(t["version_ok"] for t in runs),
         }
     return out
+
+
+def run_writers(
+    workdir: Path, size: int, writer_counts: Sequence[int], count: int, rounds: int, progress: Callable[[str], None]
+) -> dict[str, Any]:
+    trials: dict[int, list[dict[str, Any]]] = {w: [] for w in writer_counts}
+    order = list(writer_counts)
+    for r in range(rounds):
+        shift = r % len(order)
+        for w in order[shift:] + order[:shift]:
+            trials[w].append(writers_trial(workdir, size, w, count, r))
+        progress(f"writers: round {r + 1}/{rounds} done")
+    return writers_summary(trials, size, count)
 
 
 # -- 4: opening ----------------------------------------------------------------------
