@@ -22,7 +22,7 @@ the decay function or a hook.  See ``docs/store.md``.
 from typing import TYPE_CHECKING
 
 from lethe.store._engine import Store
-from lethe.store._errors import StoreError
+from lethe.store._errors import CommitUnknown, StoreError
 from lethe.store._memory import InMemoryStore
 from lethe.store._shared import Shared
 from lethe.store._sqlite import SQLiteStore
@@ -31,7 +31,16 @@ if TYPE_CHECKING:
     from lethe.store._postgres import PostgresStore
     from lethe.store._redis import RedisStore
 
-__all__ = ["InMemoryStore", "PostgresStore", "RedisStore", "SQLiteStore", "Shared", "Store", "StoreError"]
+__all__ = [
+    "CommitUnknown",
+    "InMemoryStore",
+    "PostgresStore",
+    "RedisStore",
+    "SQLiteStore",
+    "Shared",
+    "Store",
+    "StoreError",
+]
 
 
 def __getattr__(name: str) -> object:
