@@ -159,15 +159,22 @@ class PostgresStore:
 
     def _check(self, conn: psycopg.Connection[Any]) -> tuple[int, datetime]:
         """Create the tables unless they exist, check the format; return the session's backend."""
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-            for statement in _SCHEMA:
-                conn.execute(statement)
-            conn.execute(
-                "INSERT INTO lethe_meta VALUES ('format', %s), ('version', %s) ON CONFLICT (key) DO NOTHING",
-                (FORMAT, str(VERSION)),
-            )
+        try:
             meta = dict(conn.execute("SELECT key, value FROM lethe_meta").fetchall())
+        except _errors.UndefinedTable:
+            meta = {}
+        if not meta:
+            # Created in one transaction with their metadata, so tables found with it are complete;
+            # a reconnect does not take the lock (a session holding it, cut off, would stall them all).
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                for statement in _SCHEMA:
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO lethe_meta VALUES ('format', %s), ('version', %s) ON CONFLICT (key) DO NOTHING",
+                    (FORMAT, str(VERSION)),
+                )
+                meta = dict(conn.execute("SELECT key, value FROM lethe_meta").fetchall())
         check_format(meta)
         found = conn.execute(
             "SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()"

@@ -25,7 +25,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 T = TypeVar("T")
 
-# Connection errors that trying again does not mend (AuthorizationError is in redis-py >= 5.1).
+# Connection errors that trying again does not mend (not every redis-py has AuthorizationError).
 _REFUSED: tuple[type[Exception], ...] = tuple(
     getattr(redis.exceptions, n) for n in ("AuthenticationError", "AuthorizationError") if hasattr(redis.exceptions, n)
 )
@@ -125,10 +125,16 @@ _MAX_PAUSE = 0.5
 
 
 def _may_resend(client: Any) -> bool:
-    """Whether ``client`` may send a command again by itself when its reply is lost."""
-    get = getattr(client, "get_retry", None)
-    retry = get() if callable(get) else None
-    return retry is None or retry.get_retries() != 0
+    """Whether ``client`` may send a command again by itself when its reply is lost (True
+    when that cannot be told)."""
+    get = getattr(client, "get_connection_kwargs", None)
+    if not callable(get):
+        return True
+    settings = get()
+    retry = settings.get("retry")
+    if retry is None:  # redis-py's connections then retry only if asked to retry on errors
+        return bool(settings.get("retry_on_error") or settings.get("retry_on_timeout"))
+    return bool(retry.get_retries() != 0)
 
 
 class RedisStore:
@@ -156,7 +162,8 @@ class RedisStore:
     The client built from a URL does not retry by itself (``retry`` with no
     retries): this store's own loop does, and so knows whether a commit may
     have reached the server more than once.  A client you pass keeps its
-    own settings (redis-py's default retries a command ten times); the
+    own settings (one made as ``redis.Redis(host, port)`` sends a command
+    again up to ten times by itself; one made by ``from_url`` does not); the
     answer is true either way.
 
     Durability is the server's: with AOF ``appendfsync always`` a commit
