@@ -241,6 +241,27 @@ def test_redis_commit_unknown_when_the_server_stays_unreachable(
     store.close()
 
 
+def test_a_compaction_that_cannot_reach_the_server_leaves_the_commit_reported(
+    redis_url: str, redis_prefix: str, redis_proxy: Proxy, clock: ManualClock
+) -> None:
+    from lethe.store._redis import _COMPACT
+
+    store = _redis_store(_proxied(redis_url, redis_proxy), redis_prefix, timeout=1)
+    heard: list[list[str]] = []
+    template = _template(clock, max_entries=1, on_evict=lambda gone: heard.append([e.key for e in gone]))
+    shared = Shared(store, "bot", template, checkpoint_every=2)
+    shared.update(_put("a", []))
+    redis_proxy.arm(_sha(_COMPACT), "request", hold_after=True)
+    committed = shared.update(_put("b", []))  # committed, then the compaction it is due finds no server
+    assert redis_proxy.cuts == 1
+    assert committed.peek("b") is not None
+    assert heard == [["a"]]
+    redis_proxy.release()
+    shared.update(_put("c", []))  # the compaction is tried again after the next commit
+    assert store.checkpoint("bot")[0] == 3
+    store.close()
+
+
 def test_redis_client_killed_mid_commit(redis_url: str, redis_prefix: str, clock: ManualClock) -> None:
     import redis
 

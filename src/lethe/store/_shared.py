@@ -317,6 +317,9 @@ class Shared(Generic[K, V]):
             TypeError: ``fn`` returned something else (nothing is written).
             Whatever ``fn`` raises: nothing is written, the replica is unchanged.
             ValueError: a key or value JSON cannot carry (nothing is written).
+            CommitUnknown: the store's server could not be reached to learn
+                whether the commit went in; the replica is unchanged, and the
+                next read catches up and shows it if it did.
 
         >>> from lethe import Memory
         >>> from lethe.store import InMemoryStore, Shared
@@ -425,7 +428,12 @@ class Shared(Generic[K, V]):
         gap = max(self._checkpoint_every, len(self._replica) // 4)
         if self._version - self._checkpointed < gap:
             return
-        self._store.compact(self._name, gap)
+        try:
+            self._store.compact(self._name, gap)
+        except StoreError:
+            # The commit stands and must be reported (and on_evict called): compaction is tried
+            # again after the next commit (the server went away, or another writer held a lock).
+            return
         self._checkpointed = self._version  # written here or by someone else lately
 
     async def atransact(self, fn: Callable[[Memory[K, V]], tuple[Memory[K, V], R]]) -> R:
