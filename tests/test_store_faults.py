@@ -533,21 +533,19 @@ def test_postgres_killed_server_loses_nothing_acknowledged(clock: ManualClock) -
         _crash_run(lambda: _postgres_store(dsn, timeout=20), cluster.kill, cluster.start, clock, kills=2)
 
 
-#: What the AOF ``everysec`` runs lost: acknowledged commits missing after each kill.
-EVERYSEC_LOST: list[int] = []
-
-
 @pytest.mark.skipif(redis_unavailable() is not None, reason=str(redis_unavailable()))
 def test_redis_aof_everysec_killed_server_stays_consistent(clock: ManualClock) -> None:
     # everysec may lose the last commits to a crash: the store must still be a consistent log
     # (contiguous versions, current state equal to its replay), and what it kept of the commits
-    # acknowledged must be what was acknowledged.  How many were lost is recorded, not bounded.
-    # After a loss a replica may be ahead of the store: each round opens fresh objects.
+    # acknowledged must be what was acknowledged.  How many were lost is printed, not bounded
+    # (docs/store.md gives longer runs: 2 lost in 60 kills).  After a loss a replica may be
+    # ahead of the store: each round opens fresh objects.
+    lost: list[int] = []
     with RedisServer("--appendonly", "yes", "--appendfsync", "everysec") as server:
         server.start()
         for _ in range(4):
             with _redis_store(server.url, "crash", timeout=1) as store:
-                writer = _Writer(Shared(store, "bot", _template(clock)), f"r{len(EVERYSEC_LOST)}", 10_000)
+                writer = _Writer(Shared(store, "bot", _template(clock)), f"r{len(lost)}", 10_000)
                 writer.start()
                 _wait(lambda: len(writer.acked) >= 15, "commits before the kill")  # noqa: B023
                 server.kill()  # while it writes
@@ -556,10 +554,10 @@ def test_redis_aof_everysec_killed_server_stays_consistent(clock: ManualClock) -
             server.start()
             with _redis_store(server.url, "crash") as store:
                 fresh = Shared(store, "bot", _template(clock))
-                EVERYSEC_LOST.append(sum(1 for v in writer.acked if v > fresh.version))
+                lost.append(sum(1 for v in writer.acked if v > fresh.version))
                 for v in range(fresh.version + 1):
                     mem = fresh.at(v)  # contiguous: every version rebuilds
                     if v in writer.acked:
                         assert mem == writer.acked[v]
                 assert fresh.at(fresh.version) == fresh.current()
-    print(f"\nAOF everysec, SIGKILL while writing: acknowledged commits lost per kill: {EVERYSEC_LOST}")
+    print(f"\nAOF everysec, SIGKILL while writing: acknowledged commits lost per kill: {lost}")

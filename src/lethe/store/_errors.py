@@ -20,19 +20,20 @@ class StoreError(LetheError, RuntimeError):
 
 
 class CommitUnknown(StoreError):
-    """A commit whose outcome cannot be learned: it may or may not be in the store.
+    """A commit whose outcome could not be learned: it may be in the store, once, or not.
 
     Raised by an engine on a server (:class:`~lethe.store.PostgresStore`,
     :class:`~lethe.store.RedisStore`) when the connection failed while a
     commit was on its way and the server stayed unreachable for the store's
     ``timeout``, so the engine could not read back whether the commit went
-    in.  The message names the memory and the version.  It is never applied
-    twice: the commit carries an operation id, and a later try of the same
-    version by anyone else is refused if it went in.  The replica of the
-    :class:`~lethe.store.Shared` that raised it is unchanged; its next read
-    or write catches up, and shows whether the version holds your change.
+    in; the message names the memory and the version.  The commit is never
+    applied twice: it carries an operation id and goes in only at its
+    version.  A request still on its way when the engine gave up may yet
+    land, so read before doing the change again: the
+    :class:`~lethe.store.Shared` that raised it keeps its replica as it was,
+    and its next read catches up and shows the change if it went in.
 
-    Unlike the other :class:`StoreError`, something may have been written.
+    Unlike other :class:`StoreError`, this one may have written something.
 
     >>> issubclass(CommitUnknown, StoreError)
     True
