@@ -155,9 +155,9 @@ class RedisStore:
     :class:`~lethe.store.CommitUnknown` and the other methods
     :class:`~lethe.store.StoreError`.  Compaction deletes the operation ids
     with the log: a commit sent again only after its version was compacted
-    away (two checkpoint intervals of other commits meanwhile, at least
-    ``2 * checkpoint_every``) cannot be told apart from another writer's,
-    and raises :class:`~lethe.store.CommitUnknown` rather than guess.
+    away (two compactions meanwhile, so at least a checkpoint interval of
+    commits by others) cannot be told apart from another writer's, and
+    raises :class:`~lethe.store.CommitUnknown` rather than guess.
 
     The client built from a URL does not retry by itself (``retry`` with no
     retries): this store's own loop does, and so knows whether a commit may
@@ -168,7 +168,8 @@ class RedisStore:
 
     Durability is the server's: with AOF ``appendfsync always`` a commit
     that returned survives a server crash; with ``everysec`` (Redis's
-    default when AOF is on) up to about a second of commits may be lost to
+    default when AOF is on) the last commits may be lost to a crash of the
+    server (rarely: see ``docs/store.md``), up to about a second of them to
     a crash of the machine; with no persistence, a restart loses the memory.
     After a restart the same store object reconnects by itself.
 
