@@ -1,20 +1,24 @@
 """Throwaway database servers for the store's engine tests: real servers on 127.0.0.1, random ports.
 
-``redis-server`` runs as a child process of the tests, with no persistence.
+``redis-server`` runs as a child process of the tests, with no persistence
+unless a test asks for it (:class:`RedisServer`).
 
 A PostgreSQL cluster is made with ``initdb`` in a temporary directory and run
 with ``pg_ctl`` (as the ``postgres`` user when the tests run as root, since
 PostgreSQL refuses to run as root), listening on 127.0.0.1 only, and stopped
-afterwards.  Where no server binaries (or no psycopg) are installed, the tests
-that need one skip with the reason; ``.ci/run`` installs them.
+afterwards; a test that crashes its server owns one (:class:`PostgresCluster`).
+Where no server binaries (or no psycopg) are installed, the tests that need
+one skip with the reason; ``.ci/run`` installs them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -68,38 +72,114 @@ def postgres_unavailable() -> str | None:
     return None
 
 
+class PostgresCluster:
+    """A throwaway PostgreSQL cluster a test owns: made by ``initdb`` in a temporary directory,
+    run with ``pg_ctl`` on 127.0.0.1 and a random port (as the ``postgres`` user when the tests
+    run as root); :meth:`kill` crashes it (SIGKILL of the postmaster and every process it
+    started) and :meth:`start` runs it again on the same port and data (crash recovery)."""
+
+    def __init__(self, *settings: str) -> None:
+        bindir = _postgres_bin()
+        assert bindir is not None
+        self.bindir = bindir
+        self.as_user: list[str] = []
+        self.tmp = tempfile.mkdtemp(prefix="lethe-pg-")
+        if os.geteuid() == 0:
+            entry = pwd.getpwnam("postgres")
+            os.chown(self.tmp, entry.pw_uid, entry.pw_gid)
+            self.as_user = ["runuser", "-u", "postgres", "--"]
+        self.data, self.port = os.path.join(self.tmp, "data"), free_port()
+        self.settings = settings
+        self.server = Postgres("127.0.0.1", self.port, "lethe")
+        initdb = [f"{bindir}/initdb", "-D", self.data, "-A", "trust", "-U", "lethe", "-E", "UTF8", "--no-sync"]
+        subprocess.run([*self.as_user, *initdb], check=True, capture_output=True)
+
+    def _pg_ctl(self, *args: str, check: bool = True) -> None:
+        command = [*self.as_user, f"{self.bindir}/pg_ctl", "-D", self.data, *args]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if check and done.returncode != 0:
+            raise RuntimeError(f"pg_ctl {' '.join(args)} failed: {done.stdout}{done.stderr}")
+
+    def start(self) -> None:
+        """Start the server and wait until it accepts connections (after crash recovery, if any)."""
+        options = " ".join(
+            [f"-p {self.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={self.tmp}", *self.settings]
+        )
+        self._pg_ctl("-o", options, "-w", "-t", "60", "-l", f"{self.tmp}/log", "start")
+
+    def postmaster(self) -> int | None:
+        """The postmaster's process id, or None when none runs."""
+        try:
+            with open(os.path.join(self.data, "postmaster.pid")) as f:
+                pid = int(f.readline())
+        except (FileNotFoundError, ValueError):
+            return None
+        return pid if _alive(pid) else None
+
+    def kill(self) -> None:
+        """SIGKILL the postmaster and every process it started, as a crash would; wait until they are gone."""
+        pid = self.postmaster()
+        assert pid is not None, "the server is not running"
+        os.kill(pid, signal.SIGSTOP)  # stopped, it cannot start another process or react meanwhile
+        victims = [*_children(pid), pid]
+        for victim in victims:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(victim, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while any(_alive(v) for v in victims):
+            assert time.monotonic() < deadline, "the killed server's processes did not end"
+            time.sleep(0.01)
+        # Its processes may stay as zombies (no one reaps them here), which the next postmaster
+        # would take for a running server: the lock files of the dead one go.
+        for lock in (os.path.join(self.data, "postmaster.pid"), os.path.join(self.tmp, f".s.PGSQL.{self.port}.lock")):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(lock)
+
+    def close(self) -> None:
+        """Stop the server (if it runs) and remove the cluster."""
+        if self.postmaster() is not None:
+            self._pg_ctl("-m", "immediate", "-w", "stop", check=False)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def __enter__(self) -> PostgresCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _stat(pid: int) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command name (state, parent, ...), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` is a running process (not gone, not a zombie)."""
+    fields = _stat(pid)
+    return fields is not None and fields[0] not in ("Z", "X")
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            fields = _stat(int(name))
+            if fields is not None and fields[1] == str(pid):
+                found.append(int(name))
+    return found
+
+
 @contextmanager
 def postgres() -> Iterator[Postgres]:
     """A fresh PostgreSQL cluster on 127.0.0.1 and a random port, removed afterwards."""
-    bindir = _postgres_bin()
-    assert bindir is not None
-    as_user: list[str] = []
-    tmp = tempfile.mkdtemp(prefix="lethe-pg-")
-    if os.geteuid() == 0:
-        entry = pwd.getpwnam("postgres")
-        os.chown(tmp, entry.pw_uid, entry.pw_gid)
-        as_user = ["runuser", "-u", "postgres", "--"]
-    data, port = os.path.join(tmp, "data"), free_port()
-    try:
-        subprocess.run(
-            [*as_user, f"{bindir}/initdb", "-D", data, "-A", "trust", "-U", "lethe", "-E", "UTF8", "--no-sync"],
-            check=True,
-            capture_output=True,
-        )
-        options = f"-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={tmp}"
-        subprocess.run(
-            [*as_user, f"{bindir}/pg_ctl", "-D", data, "-o", options, "-w", "-t", "30", "-l", f"{tmp}/log", "start"],
-            check=True,
-            capture_output=True,
-        )
-        try:
-            yield Postgres("127.0.0.1", port, "lethe")
-        finally:
-            subprocess.run(
-                [*as_user, f"{bindir}/pg_ctl", "-D", data, "-m", "immediate", "-w", "stop"], capture_output=True
-            )
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with PostgresCluster() as cluster:
+        cluster.start()
+        yield cluster.server
 
 
 def redis_unavailable() -> str | None:
@@ -113,30 +193,61 @@ def redis_unavailable() -> str | None:
     return None
 
 
+class RedisServer:
+    """A ``redis-server`` a test owns, on 127.0.0.1 and a random port, with ``options`` (no
+    persistence unless they ask for it); :meth:`kill` SIGKILLs it and :meth:`start` runs it
+    again on the same port and data directory."""
+
+    def __init__(self, *options: str) -> None:
+        self.dir = tempfile.mkdtemp(prefix="lethe-redis-")
+        self.port = free_port()
+        self.options = options
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Start the server and wait until it answers (after loading its data, if any)."""
+        import redis
+
+        command = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir, "--save", ""]
+        self.process = subprocess.Popen([*command, *self.options], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        client = redis.Redis.from_url(self.url)
+        try:
+            for _ in range(3000):
+                try:
+                    client.ping()
+                    return
+                except redis.ConnectionError:  # refused, or still loading its data
+                    assert self.process.poll() is None, "redis-server exited"
+                    time.sleep(0.01)
+            raise RuntimeError("redis-server did not start")
+        finally:
+            client.close()
+
+    def kill(self) -> None:
+        """SIGKILL the server, as a crash would, and wait for it."""
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait()
+        self.process = None
+
+    def close(self) -> None:
+        """Kill the server (if it runs) and remove its data."""
+        if self.process is not None:
+            self.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> RedisServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 @contextmanager
 def redis_server(*extra: str) -> Iterator[str]:
     """A fresh ``redis-server`` on 127.0.0.1 and a random port (no persistence unless ``extra``
     asks for it), stopped afterwards; yields its URL."""
-    import redis
-
-    tmp = tempfile.mkdtemp(prefix="lethe-redis-")
-    port = free_port()
-    command = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", tmp, "--save", ""]
-    process = subprocess.Popen([*command, *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"redis://127.0.0.1:{port}/0"
-    try:
-        client = redis.Redis.from_url(url)
-        for _ in range(500):
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                time.sleep(0.01)
-        else:
-            raise RuntimeError("redis-server did not start")
-        client.close()
-        yield url
-    finally:
-        process.kill()
-        process.wait()
-        shutil.rmtree(tmp, ignore_errors=True)
+    with RedisServer(*extra) as server:
+        server.start()
+        yield server.url

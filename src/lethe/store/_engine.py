@@ -17,7 +17,9 @@ written by :class:`~lethe.store.Shared`):
   before which the log is dropped.
 
 A new engine (Redis, PostgreSQL, ...) implements these methods, each one
-atomic on its own, and passes the engine tests in ``tests/test_store.py``.
+atomic on its own, and passes the engine tests in ``tests/test_store.py``
+(and, on a server, the lost replies and server crashes of
+``tests/test_store_faults.py``).
 """
 
 from __future__ import annotations
@@ -114,8 +116,19 @@ class Store(Protocol):
         pairs in ``written``, all at once.  When this returns True the commit is
         durable as the engine promises.
 
+        The answer is always true, even when a reply is lost.  An engine on a
+        server tags the commit with an operation id of its own; when the
+        connection fails while the commit is on its way, it reconnects
+        (retrying for up to its ``timeout``), reads back whether version
+        ``version`` holds its operation, and answers that: True when it went
+        in (once: a commit sent again is recognised, never applied twice),
+        False only when it certainly is not in and never will be.  Other
+        methods retry on a broken connection the same way.
+
         Raises:
             KeyError: ``name`` was never opened.
+            CommitUnknown: the server stayed unreachable past the engine's
+                ``timeout``: whether ``version`` was committed is unknown.
         """
         ...
 

@@ -1,4 +1,4 @@
-"""The error :mod:`lethe.store` raises when a store cannot be used as it is."""
+"""The errors :mod:`lethe.store` raises when a store cannot be used as it is."""
 
 from __future__ import annotations
 
@@ -11,8 +11,30 @@ class StoreError(LetheError, RuntimeError):
     Raised for a file that is not a lethe store, a store written by a newer
     lethe (a format version this one does not read), a log with a version
     missing or a record that does not decode (a truncated or damaged store),
-    and a past version or eviction feed asked for from before the retained log.
+    a past version or eviction feed asked for from before the retained log,
+    and a server that stayed unreachable for longer than the store's ``timeout``.
 
     >>> issubclass(StoreError, RuntimeError)
+    True
+    """
+
+
+class CommitUnknown(StoreError):
+    """A commit whose outcome could not be learned: it may be in the store, once, or not.
+
+    Raised by an engine on a server (:class:`~lethe.store.PostgresStore`,
+    :class:`~lethe.store.RedisStore`) when the connection failed while a
+    commit was on its way and the server stayed unreachable for the store's
+    ``timeout``, so the engine could not read back whether the commit went
+    in; the message names the memory and the version.  The commit is never
+    applied twice: it carries an operation id and goes in only at its
+    version.  A request still on its way when the engine gave up may yet
+    land, so read before doing the change again: the
+    :class:`~lethe.store.Shared` that raised it keeps its replica as it was,
+    and its next read catches up and shows the change if it went in.
+
+    Unlike other :class:`StoreError`, this one may have written something.
+
+    >>> issubclass(CommitUnknown, StoreError)
     True
     """

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import hashlib
 import os
+import random
+import secrets
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
 
 from lethe.store._engine import FORMAT, VERSION, check_format
-from lethe.store._errors import StoreError
+from lethe.store._errors import CommitUnknown, StoreError
 
 try:
     import psycopg
@@ -22,13 +24,15 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("PostgresStore needs psycopg 3: pip install 'lethe-decay[postgres]'") from exc
 
+T = TypeVar("T")
+
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS lethe_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS lethe_memories (name TEXT PRIMARY KEY, config TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS lethe_entries (name TEXT NOT NULL, seq BIGINT NOT NULL, entry TEXT NOT NULL,"
     " PRIMARY KEY (name, seq))",
     "CREATE TABLE IF NOT EXISTS lethe_log (name TEXT NOT NULL, version BIGINT NOT NULL, head TEXT NOT NULL,"
-    " record TEXT NOT NULL, PRIMARY KEY (name, version))",
+    " record TEXT NOT NULL, op TEXT NOT NULL, PRIMARY KEY (name, version))",
     "CREATE TABLE IF NOT EXISTS lethe_checkpoints (name TEXT NOT NULL, version BIGINT NOT NULL, head TEXT NOT NULL,"
     " PRIMARY KEY (name, version))",
     "CREATE TABLE IF NOT EXISTS lethe_checkpoint_entries (name TEXT NOT NULL, version BIGINT NOT NULL,"
@@ -38,6 +42,21 @@ _SCHEMA = (
 _CHANNEL = "lethe_log"
 #: Serializes the creation of the tables by several processes at once.
 _SCHEMA_LOCK = 0x6C65_7468  # "leth"
+
+#: The longest pause between two tries to reach the server, in seconds.
+_MAX_PAUSE = 0.5
+
+#: SQLSTATEs of a failed connection attempt worth trying again: a connection exception, and a
+#: server shutting down, crashed or starting up (crash recovery).  Others (a wrong password,
+#: no such database) are not mended by waiting.
+_TRANSIENT = ("08", "57P01", "57P02", "57P03")
+
+
+class _Lost(Exception):
+    """The connection failed, or could not be made (the message is the client's, stripped)."""
+
+    def __init__(self, cause: psycopg.Error) -> None:
+        super().__init__(str(cause).strip())
 
 
 class PostgresStore:
@@ -52,13 +71,30 @@ class PostgresStore:
     entry rows it changed.  A commit that returned is as durable as the
     server makes it (by default, on disk at commit).
 
+    Lost replies: each log row carries the operation id of the commit that
+    wrote it.  When the connection fails during a commit (the server
+    restarted, the session was terminated, the network dropped the reply to
+    ``COMMIT``), the store reconnects, trying for up to ``timeout`` seconds,
+    terminates the session the commit was sent on if it is still there,
+    waits for that session's transaction to end (a probe insert of the same
+    log row waits on it, and is rolled back), and reads back whether the
+    version holds its operation id: True if so, False if the version is
+    free or another writer's.  If the server stays unreachable it raises
+    :class:`~lethe.store.CommitUnknown`.  The other methods reconnect and
+    try again the same way, then raise :class:`~lethe.store.StoreError`.
+    A session of this store whose client vanished mid-transaction is ended
+    by the server after ``timeout`` (``idle_in_transaction_session_timeout``),
+    so it does not hold other writers' locks.
+
     Processes: each process opens its own connection on first use; one
     inherited through ``fork`` is never used or closed by the child.
 
     Args:
         conninfo: A libpq connection string or URL
             (``"postgresql://user@host:5432/db"``).
-        timeout: Seconds to wait to connect, and for a lock another writer holds.
+        timeout: Seconds to wait to connect, for a lock another writer
+            holds, and to keep trying to reach the server after a connection
+            failed.
 
     Raises:
         StoreError: the server cannot be reached, or the database holds a
@@ -70,6 +106,7 @@ class PostgresStore:
         self.timeout = timeout
         self._lock = threading.Lock()
         self._conn: psycopg.Connection[Any] | None = None
+        self._session: tuple[int, datetime] | None = None  # the connection's backend: pid and start
         # A second connection, LISTENing for commits (see wait), opened on first use.
         self._listen_lock = threading.Lock()
         self._listener: psycopg.Connection[Any] | None = None
@@ -77,65 +114,117 @@ class PostgresStore:
         self._pid = os.getpid()
         self._closed = False
         with self._lock:
-            self._connection()
+            try:
+                self._connection()
+            except _Lost as lost:
+                raise StoreError(f"cannot connect to PostgreSQL: {lost}") from None
 
     # -- connections ------------------------------------------------------
 
     def _connection(self) -> psycopg.Connection[Any]:
-        """This process's connection, opened (and the tables checked) on first use; hold the lock."""
+        """This process's connection, opened (and the tables checked) on first use, or
+        again after it broke; hold the lock.  Raises :class:`_Lost` if it cannot be made."""
         if self._closed:
             raise StoreError("the store is closed")
         if self._conn is not None and (self._pid != os.getpid() or self._conn.closed):
             if self._pid != os.getpid():
                 _INHERITED.append(self._conn)  # another process's: closing it here would end its session
+            else:
+                self._conn.close()
             self._conn = None
         if self._conn is None:
-            self._conn = self._connect()
+            self._conn, self._session = self._connect()
             self._pid = os.getpid()
         return self._conn
 
-    def _connect(self) -> psycopg.Connection[Any]:
+    def _connect(self) -> tuple[psycopg.Connection[Any], tuple[int, datetime]]:
+        milliseconds = int(self.timeout * 1000)
         try:
             conn = psycopg.connect(
                 self.conninfo,
                 autocommit=True,
                 connect_timeout=max(1, round(self.timeout)),
-                options=f"-c lock_timeout={int(self.timeout * 1000)}",
+                options=f"-c lock_timeout={milliseconds}"
+                f" -c idle_in_transaction_session_timeout={max(1000, milliseconds)}",
             )
         except psycopg.OperationalError as exc:
+            if exc.sqlstate is None or exc.sqlstate.startswith(_TRANSIENT):
+                raise _Lost(exc) from None
             raise StoreError(f"cannot connect to PostgreSQL: {str(exc).strip()}") from None
         try:
-            self._check(conn)
+            session = self._check(conn)
+        except psycopg.OperationalError as exc:
+            broken = conn.closed
+            conn.close()
+            if broken:
+                raise _Lost(exc) from None
+            raise
         except BaseException:
             conn.close()
             raise
-        return conn
+        return conn, session
 
-    def _check(self, conn: psycopg.Connection[Any]) -> None:
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-            for statement in _SCHEMA:
-                conn.execute(statement)
-            conn.execute(
-                "INSERT INTO lethe_meta VALUES ('format', %s), ('version', %s) ON CONFLICT (key) DO NOTHING",
-                (FORMAT, str(VERSION)),
-            )
+    def _check(self, conn: psycopg.Connection[Any]) -> tuple[int, datetime]:
+        """Create the tables unless they exist, check the format; return the session's backend."""
+        try:
             meta = dict(conn.execute("SELECT key, value FROM lethe_meta").fetchall())
+        except _errors.UndefinedTable:
+            meta = {}
+        if not meta:
+            # Created in one transaction with their metadata, so tables found with it are complete;
+            # a reconnect does not take the lock (a session holding it, cut off, would stall them all).
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                for statement in _SCHEMA:
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO lethe_meta VALUES ('format', %s), ('version', %s) ON CONFLICT (key) DO NOTHING",
+                    (FORMAT, str(VERSION)),
+                )
+                meta = dict(conn.execute("SELECT key, value FROM lethe_meta").fetchall())
         check_format(meta)
+        found = conn.execute(
+            "SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()"
+        ).fetchone()
+        assert found is not None  # a session always sees itself
+        return int(found[0]), found[1]
 
-    @contextmanager
-    def _transaction(self, snapshot: str = "") -> Iterator[psycopg.Connection[Any]]:
-        """This process's connection inside one transaction (rolled back if the block raises);
-        ``snapshot``: the isolation to ask for (``"REPEATABLE READ"``: one snapshot for every query)."""
+    def _attempt(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """``work(connection)`` under the lock; raises :class:`_Lost` if the connection
+        could not be made or broke, and :class:`StoreError` for a lock held past ``timeout``."""
         with self._lock:
             conn = self._connection()
             try:
-                with conn.transaction():
-                    if snapshot:
-                        conn.execute(f"SET TRANSACTION ISOLATION LEVEL {snapshot}")
-                    yield conn
-            except _errors.LockNotAvailable:
-                raise StoreError(f"the memory stayed locked by another writer for {self.timeout} s") from None
+                return work(conn)
+            except psycopg.OperationalError as exc:
+                if conn.closed:
+                    raise _Lost(exc) from None
+                if isinstance(exc, _errors.LockNotAvailable):
+                    raise StoreError(f"the memory stayed locked by another writer for {self.timeout} s") from None
+                raise
+
+    def _retrying(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """``work(connection)``, on a new connection again while the connection fails, for up
+        to ``timeout`` seconds after the first failure; ``work`` must be safe to run again."""
+        deadline: float | None = None
+        pause = 0.0
+        while True:
+            try:
+                return self._attempt(work)
+            except _Lost as lost:
+                deadline = self._pause(deadline, pause, lost)
+                pause = min(max(2 * pause, 0.01), _MAX_PAUSE)
+
+    def _pause(self, deadline: float | None, pause: float, lost: _Lost) -> float:
+        """Sleep before trying again; the deadline (set now if None); :class:`StoreError` once it passed."""
+        now = time.monotonic()
+        if deadline is None:
+            deadline = now + self.timeout
+        if now >= deadline:
+            raise StoreError(f"cannot reach PostgreSQL again within {self.timeout} s: {lost}")
+        # Jittered, so that many clients coming back after a restart do not come in step.
+        time.sleep(min(pause * random.uniform(0.5, 1.0), deadline - now))
+        return deadline
 
     def _listening(self) -> psycopg.Connection[Any]:
         """This process's connection that listens for commits; hold ``_listen_lock``."""
@@ -146,9 +235,13 @@ class PostgresStore:
                 _INHERITED.append(self._listener)
             self._listener = None
         if self._listener is None:
-            self._listener = self._connect()
-            self._listener_pid = os.getpid()
-            self._listener.execute(f"LISTEN {_CHANNEL}")
+            listener, _ = self._connect()
+            try:
+                listener.execute(f"LISTEN {_CHANNEL}")
+            except psycopg.OperationalError as exc:
+                listener.close()
+                raise _Lost(exc) from None
+            self._listener, self._listener_pid = listener, os.getpid()
         return self._listener
 
     def close(self) -> None:
@@ -173,36 +266,47 @@ class PostgresStore:
 
     def names(self) -> list[str]:
         """See :meth:`lethe.store.Store.names`."""
-        with self._transaction() as conn:
+
+        def work(conn: psycopg.Connection[Any]) -> list[str]:
             return [row[0] for row in conn.execute("SELECT name FROM lethe_memories ORDER BY name")]
+
+        return self._retrying(work)
 
     def config(self, name: str) -> str:
         """See :meth:`lethe.store.Store.config`."""
-        with self._transaction() as conn:
-            row = conn.execute("SELECT config FROM lethe_memories WHERE name = %s", (name,)).fetchone()
+
+        def work(conn: psycopg.Connection[Any]) -> Any:
+            return conn.execute("SELECT config FROM lethe_memories WHERE name = %s", (name,)).fetchone()
+
+        row = self._retrying(work)
         if row is None:
             raise KeyError(name)
         return str(row[0])
 
     def open(self, name: str, config: str, head: str, rows: Sequence[tuple[int, str]]) -> str:
         """See :meth:`lethe.store.Store.open`."""
-        with self._transaction() as conn:
-            created = conn.execute(
-                "INSERT INTO lethe_memories VALUES (%s, %s) ON CONFLICT (name) DO NOTHING RETURNING name",
-                (name, config),
-            ).fetchone()
-            if created is None:
-                row = conn.execute("SELECT config FROM lethe_memories WHERE name = %s", (name,)).fetchone()
-                assert row is not None  # memories are never deleted
-                return str(row[0])
-            with conn.cursor() as cur:
-                cur.executemany("INSERT INTO lethe_entries VALUES (%s, %s, %s)", [(name, s, r) for s, r in rows])
-            conn.execute("INSERT INTO lethe_checkpoints VALUES (%s, 0, %s)", (name, head))
-            conn.execute(
-                "INSERT INTO lethe_checkpoint_entries SELECT name, 0, seq, entry FROM lethe_entries WHERE name = %s",
-                (name,),
-            )
-            return config
+
+        def work(conn: psycopg.Connection[Any]) -> str:
+            with conn.transaction():
+                created = conn.execute(
+                    "INSERT INTO lethe_memories VALUES (%s, %s) ON CONFLICT (name) DO NOTHING RETURNING name",
+                    (name, config),
+                ).fetchone()
+                if created is None:
+                    row = conn.execute("SELECT config FROM lethe_memories WHERE name = %s", (name,)).fetchone()
+                    assert row is not None  # memories are never deleted
+                    return str(row[0])
+                with conn.cursor() as cur:
+                    cur.executemany("INSERT INTO lethe_entries VALUES (%s, %s, %s)", [(name, s, r) for s, r in rows])
+                conn.execute("INSERT INTO lethe_checkpoints VALUES (%s, 0, %s)", (name, head))
+                conn.execute(
+                    "INSERT INTO lethe_checkpoint_entries SELECT name, 0, seq, entry FROM lethe_entries"
+                    " WHERE name = %s",
+                    (name,),
+                )
+                return config
+
+        return self._retrying(work)
 
     def _head(self, conn: psycopg.Connection[Any], name: str) -> tuple[int, str]:
         row = conn.execute(
@@ -216,23 +320,31 @@ class PostgresStore:
 
     def load(self, name: str) -> tuple[int, str, list[str]]:
         """See :meth:`lethe.store.Store.load`."""
-        with self._transaction("REPEATABLE READ READ ONLY") as conn:
-            version, head = self._head(conn, name)
-            rows = [r[0] for r in conn.execute("SELECT entry FROM lethe_entries WHERE name = %s", (name,))]
-        return version, head, rows
+
+        def work(conn: psycopg.Connection[Any]) -> tuple[int, str, list[str]]:
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                version, head = self._head(conn, name)
+                rows = [r[0] for r in conn.execute("SELECT entry FROM lethe_entries WHERE name = %s", (name,))]
+            return version, head, rows
+
+        return self._retrying(work)
 
     def read(self, name: str, after: int, upto: int | None = None) -> Sequence[tuple[int, str]]:
         """See :meth:`lethe.store.Store.read`."""
         high = 2**63 - 1 if upto is None else upto
-        with self._lock:
+
+        def work(conn: psycopg.Connection[Any]) -> list[tuple[int, str]]:
             return [
                 (int(v), str(r))
-                for v, r in self._connection().execute(
+                for v, r in conn.execute(
                     "SELECT version, record FROM lethe_log WHERE name = %s AND version > %s AND version <= %s"
                     " ORDER BY version",
                     (name, after, high),
                 )
             ]
+
+        return self._retrying(work)
 
     def append(
         self,
@@ -243,9 +355,14 @@ class PostgresStore:
         written: Sequence[tuple[int, str]],
         removed: Sequence[int],
     ) -> bool:
-        """See :meth:`lethe.store.Store.append`."""
-        try:
-            with self._transaction() as conn:
+        """See :meth:`lethe.store.Store.append`; the class docstring tells how a lost reply is resolved."""
+        operation = secrets.token_hex(8)
+        sent_on: tuple[int, datetime] | None = None  # the session the commit went out on
+
+        def commit(conn: psycopg.Connection[Any]) -> bool:
+            nonlocal sent_on
+            sent_on = self._session
+            with conn.transaction():
                 latest, _ = self._head(conn, name)
                 if latest != version - 1:
                     return False  # another writer got there first (nothing written)
@@ -253,8 +370,9 @@ class PostgresStore:
                 # version - 1 as the latest, the second gets a unique violation here.
                 # The notification (see wait) is sent by the same statement, and delivered at commit.
                 conn.execute(
-                    "INSERT INTO lethe_log SELECT %s, %s, %s, %s FROM (SELECT pg_notify(%s, md5(%s))) AS notified",
-                    (name, version, head, record, _CHANNEL, name),
+                    "INSERT INTO lethe_log (name, version, head, record, op)"
+                    " SELECT %s, %s, %s, %s, %s FROM (SELECT pg_notify(%s, md5(%s))) AS notified",
+                    (name, version, head, record, operation, _CHANNEL, name),
                 )
                 for seq in removed:
                     conn.execute("DELETE FROM lethe_entries WHERE name = %s AND seq = %s", (name, seq))
@@ -264,9 +382,55 @@ class PostgresStore:
                         " ON CONFLICT (name, seq) DO UPDATE SET entry = EXCLUDED.entry",
                         (name, seq, row),
                     )
-        except _errors.UniqueViolation:
-            return False  # rolled back: nothing written
-        return True
+            return True
+
+        def learn(conn: psycopg.Connection[Any]) -> bool:
+            # The old session may still be on, in the transaction: end it (if it got the COMMIT
+            # it is committing, which a termination does not cut short).
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = %s AND backend_start = %s", sent_on
+            )
+            mine = False
+            with conn.transaction() as probe:
+                # Inserting the same log row waits until the transaction that may hold it ends; then
+                # the row is there if and only if it was committed.  Rolled back: writes nothing.
+                free = conn.execute(
+                    "INSERT INTO lethe_log (name, version, head, record, op) VALUES (%s, %s, '', '', '')"
+                    " ON CONFLICT (name, version) DO NOTHING RETURNING version",
+                    (name, version),
+                ).fetchone()
+                if free is None:
+                    found = conn.execute(
+                        "SELECT op FROM lethe_log WHERE name = %s AND version = %s", (name, version)
+                    ).fetchone()
+                    mine = found is not None and found[0] == operation
+                raise psycopg.Rollback(probe)
+            return mine
+
+        deadline: float | None = None
+        pause = 0.0
+        while True:
+            learning = sent_on is not None
+            try:
+                return self._attempt(learn if learning else commit)
+            except _errors.UniqueViolation:
+                return False  # rolled back: nothing written
+            except StoreError as exc:
+                if not learning:
+                    raise  # the server answered (a lock held too long): rolled back, nothing written
+                raise CommitUnknown(f"{name!r}: whether version {version} was committed is unknown: {exc}") from None
+            except _Lost as lost:
+                try:
+                    deadline = self._pause(deadline, pause, lost)
+                except StoreError as exc:
+                    if sent_on is None:
+                        raise
+                    raise CommitUnknown(
+                        f"{name!r}: whether version {version} was committed is unknown: the connection failed"
+                        f" while it was sent, and PostgreSQL could not be reached again within {self.timeout} s"
+                        f" ({lost})"
+                    ) from exc
+                pause = min(max(2 * pause, 0.01), _MAX_PAUSE)
 
     def wait(self, name: str, after: int, timeout: float) -> int:
         """See :meth:`lethe.store.Store.wait`.
@@ -278,54 +442,77 @@ class PostgresStore:
         """
         digest = hashlib.md5(name.encode()).hexdigest()
         deadline = time.monotonic() + timeout
+
+        def latest(conn: psycopg.Connection[Any]) -> int:
+            return self._head(conn, name)[0]
+
+        if timeout <= 0:
+            return self._retrying(latest)  # nothing to wait for: no need to listen
         with self._listen_lock:
-            try:
-                listener = self._listening()
-                while True:
-                    with self._transaction() as conn:
-                        latest, _ = self._head(conn, name)
+            failed: float | None = None  # the deadline to reach the server again, once it failed
+            pause = 0.0
+            while True:
+                try:
+                    listener = self._listening()  # listening before the read: no commit slips between
+                    version = self._retrying(latest)
                     left = deadline - time.monotonic()
-                    if latest != after or left <= 0:
-                        return latest
+                    if version != after or left <= 0:
+                        return version
                     for note in listener.notifies(timeout=left):
                         if note.payload == digest:
                             break
-            except psycopg.OperationalError as exc:
-                if self._listener is not None:
-                    self._listener.close()
-                raise StoreError(f"lost the connection to PostgreSQL: {str(exc).strip()}") from None
+                except (_Lost, psycopg.OperationalError) as exc:
+                    if self._listener is not None:
+                        self._listener.close()
+                        self._listener = None
+                    failed = self._pause(failed, pause, exc if isinstance(exc, _Lost) else _Lost(exc))
+                    pause = min(max(2 * pause, 0.01), _MAX_PAUSE)
 
     def time(self) -> float:
         """See :meth:`lethe.store.Store.time`: the server's clock (``clock_timestamp()``)."""
-        with self._transaction() as conn:
+
+        def work(conn: psycopg.Connection[Any]) -> float:
             row = conn.execute("SELECT extract(epoch FROM clock_timestamp())::float8").fetchone()
-        assert row is not None
-        return float(row[0])
+            assert row is not None
+            return float(row[0])
+
+        return self._retrying(work)
 
     def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[str]]:
         """See :meth:`lethe.store.Store.checkpoint`."""
         high = 2**63 - 1 if at_most is None else at_most
-        with self._transaction("REPEATABLE READ READ ONLY") as conn:
-            row = conn.execute(
-                "SELECT version, head FROM lethe_checkpoints WHERE name = %s AND version <= %s"
-                " ORDER BY version DESC LIMIT 1",
-                (name, high),
-            ).fetchone()
-            if row is None:
-                raise KeyError(name if at_most is None else at_most)
-            rows = [
-                r[0]
-                for r in conn.execute(
-                    "SELECT entry FROM lethe_checkpoint_entries WHERE name = %s AND version = %s", (name, row[0])
-                )
-            ]
+
+        def work(conn: psycopg.Connection[Any]) -> tuple[Any, list[str]]:
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                row = conn.execute(
+                    "SELECT version, head FROM lethe_checkpoints WHERE name = %s AND version <= %s"
+                    " ORDER BY version DESC LIMIT 1",
+                    (name, high),
+                ).fetchone()
+                if row is None:
+                    return None, []
+                rows = [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT entry FROM lethe_checkpoint_entries WHERE name = %s AND version = %s", (name, row[0])
+                    )
+                ]
+            return row, rows
+
+        row, rows = self._retrying(work)
+        if row is None:
+            raise KeyError(name if at_most is None else at_most)
         return int(row[0]), str(row[1]), rows
 
     def compact(self, name: str, min_gap: int) -> bool:
-        """See :meth:`lethe.store.Store.compact`."""
-        try:
+        """See :meth:`lethe.store.Store.compact`.  Tried again after a lost reply, a
+        compaction that was made answers False (the checkpoint it made is recent)."""
+
+        def work(conn: psycopg.Connection[Any]) -> bool:
             # One snapshot, so the head and the rows copied are of one version; writers go on.
-            with self._transaction("REPEATABLE READ") as conn:
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                 version, head = self._head(conn, name)
                 found = conn.execute("SELECT max(version) FROM lethe_checkpoints WHERE name = %s", (name,)).fetchone()
                 newest = int(found[0]) if found is not None and found[0] is not None else 0
@@ -340,9 +527,12 @@ class PostgresStore:
                 for table in ("lethe_checkpoint_entries", "lethe_checkpoints"):
                     conn.execute(f"DELETE FROM {table} WHERE name = %s AND version < %s", (name, newest))
                 conn.execute("DELETE FROM lethe_log WHERE name = %s AND version <= %s", (name, newest))
+            return True
+
+        try:
+            return self._retrying(work)
         except (_errors.UniqueViolation, _errors.SerializationFailure):
             return False  # another process checkpointed this version meanwhile: nothing written
-        return True
 
 
 # Connections found in a process that did not open them: kept referenced, never used or closed.

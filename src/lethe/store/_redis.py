@@ -8,17 +8,27 @@ atomic on the server, over the keys of one memory, which share one hash tag
 
 from __future__ import annotations
 
+import random
 import secrets
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
-from lethe.store._errors import StoreError
+from lethe.store._errors import CommitUnknown, StoreError
 
 try:
     import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("RedisStore needs redis-py: pip install 'lethe-decay[redis]'") from exc
+
+T = TypeVar("T")
+
+# Connection errors that trying again does not mend (not every redis-py has AuthorizationError).
+_REFUSED: tuple[type[Exception], ...] = tuple(
+    getattr(redis.exceptions, n) for n in ("AuthenticationError", "AuthorizationError") if hasattr(redis.exceptions, n)
+)
 
 # The keys of one memory, in the order every script takes them.
 _KEYS = ("config", "latest", "head", "log", "ops", "entries", "checkpoints", "first", "feed")
@@ -40,13 +50,18 @@ return ARGV[1]
 
 # ARGV: version, record, head, operation id, number removed, removed seqs..., seq, row pairs.
 # Returns 1 (committed now, or by this same operation before its reply was lost), 0 (lost the
-# race: nothing written) or -1 (no such memory).
+# race: nothing written), 2 (the version is taken and compacted away with its operation id:
+# whether it is this operation's cannot be told) or -1 (no such memory).  An operation writes
+# only at latest + 1, so once its version is taken it never writes: sent again, it is idempotent.
 _APPEND = """
 local latest = tonumber(redis.call('GET', KEYS[2]))
 if not latest then return -1 end
 local version = tonumber(ARGV[1])
 if latest ~= version - 1 then
-    if latest >= version and redis.call('HGET', KEYS[5], ARGV[1]) == ARGV[4] then return 1 end
+    if latest < version then return 0 end
+    local op = redis.call('HGET', KEYS[5], ARGV[1])
+    if op == ARGV[4] then return 1 end
+    if not op then return 2 end
     return 0
 end
 redis.call('SET', KEYS[2], ARGV[1])
@@ -106,6 +121,22 @@ return 1
 #: Log records fetched per round trip by :meth:`RedisStore.read`.
 _PAGE = 1000
 
+#: The longest pause between two tries to reach the server, in seconds.
+_MAX_PAUSE = 0.5
+
+
+def _may_resend(client: Any) -> bool:
+    """Whether ``client`` may send a command again by itself when its reply is lost (True
+    when that cannot be told)."""
+    get = getattr(client, "get_connection_kwargs", None)
+    if not callable(get):
+        return True
+    settings = get()
+    retry = settings.get("retry")
+    if retry is None:  # redis-py's connections then retry only if asked to retry on errors
+        return bool(settings.get("retry_on_error") or settings.get("retry_on_timeout"))
+    return bool(retry.get_retries() != 0)
+
 
 class RedisStore:
     """A :class:`~lethe.store.Store` in Redis or Valkey: many named memories, many hosts.
@@ -115,19 +146,39 @@ class RedisStore:
     by put order), the log (a hash by version), and checkpoints.  Every
     operation is one Lua script, atomic on the server.  A commit checks the
     latest version and writes only at the next one (the compare-and-swap),
-    and carries an operation id: if the reply to a commit is lost and the
-    client sends it again, the server recognises its own commit and answers
-    yes instead of applying it twice or reporting a lost race.
+    and carries an operation id, kept beside the log record.
+
+    Lost replies: when the connection fails, every method reconnects and
+    tries again, for up to ``timeout`` seconds.  A commit is sent again with
+    the same operation id: the server recognises its own commit and answers
+    yes, so it is never applied twice, and never reported as a lost race.
+    If the server stays unreachable, :meth:`append` raises
+    :class:`~lethe.store.CommitUnknown` and the other methods
+    :class:`~lethe.store.StoreError`.  Compaction deletes the operation ids
+    with the log: a commit sent again only after its version was compacted
+    away (two compactions meanwhile, so at least a checkpoint interval of
+    commits by others) cannot be told apart from another writer's, and
+    raises :class:`~lethe.store.CommitUnknown` rather than guess.
+
+    The client built from a URL does not retry by itself (``retry`` with no
+    retries): this store's own loop does, and so knows whether a commit may
+    have reached the server more than once.  A client you pass keeps its
+    own settings (one made as ``redis.Redis(host, port)`` sends a command
+    again up to ten times by itself; one made by ``from_url`` does not); the
+    answer is true either way.
 
     Durability is the server's: with AOF ``appendfsync always`` a commit
     that returned survives a server crash; with ``everysec`` (Redis's
-    default when AOF is on) up to about a second of commits may be lost; with
-    no persistence, a restart loses the memory.
+    default when AOF is on) the last commits may be lost to a crash of the
+    server (rarely: see ``docs/store.md``), up to about a second of them to
+    a crash of the machine; with no persistence, a restart loses the memory.
+    After a restart the same store object reconnects by itself.
 
     Args:
         url: A Redis URL (``"redis://host:6379/0"``), or a ``redis.Redis`` client.
         prefix: The first part of every key, to keep several stores in one database.
-        timeout: Seconds to wait to connect and for each reply.
+        timeout: Seconds to wait to connect and for each reply, and to keep
+            trying to reach the server after a connection failed.
 
     Raises:
         StoreError: the server cannot be reached.
@@ -136,12 +187,13 @@ class RedisStore:
     def __init__(self, url: str | redis.Redis, *, prefix: str = "lethe", timeout: float = 30.0) -> None:
         if isinstance(url, str):
             self._client: redis.Redis = redis.Redis.from_url(
-                url, socket_timeout=timeout, socket_connect_timeout=timeout
+                url, socket_timeout=timeout, socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 0)
             )
         else:
             self._client = url
         self.prefix = prefix
         self.timeout = timeout
+        self._resends = _may_resend(self._client)
         self._names = f"{prefix}:names"
         self._scripts = {
             name: self._client.register_script(source)
@@ -159,9 +211,30 @@ class RedisStore:
         tag = f"{self.prefix}:{{{name.encode().hex()}}}"
         return [f"{tag}:{key}" for key in _KEYS]
 
+    def _retrying(self, call: Callable[[], T]) -> T:
+        """``call()``, called again while the connection fails, for up to ``timeout`` seconds
+        after the first failure; then the last ``ConnectionError`` or ``TimeoutError`` is raised."""
+        deadline: float | None = None
+        pause = 0.0
+        while True:
+            try:
+                return call()
+            except _REFUSED:
+                raise
+            except (redis.ConnectionError, redis.TimeoutError):
+                now = time.monotonic()
+                if deadline is None:
+                    deadline = now + self.timeout
+                if now >= deadline:
+                    raise
+                # The first try again is at once (a pooled connection the server closed);
+                # then a growing, jittered pause, so that many clients do not come back in step.
+                time.sleep(min(pause * random.uniform(0.5, 1.0), deadline - now))
+                pause = min(max(2 * pause, 0.01), _MAX_PAUSE)
+
     def _run(self, call: Any, *args: Any, **kwargs: Any) -> Any:
         try:
-            return call(*args, **kwargs)
+            return self._retrying(lambda: call(*args, **kwargs))
         except redis.ConnectionError as exc:
             raise StoreError(f"cannot reach Redis: {exc}") from None
         except redis.TimeoutError as exc:
@@ -237,12 +310,34 @@ class RedisStore:
         written: Sequence[tuple[int, str]],
         removed: Sequence[int],
     ) -> bool:
-        """See :meth:`lethe.store.Store.append`."""
+        """See :meth:`lethe.store.Store.append`; the class docstring tells how a lost reply is resolved."""
         operation = secrets.token_hex(8)
         pairs = [part for seq, row in written for part in (seq, row)]
-        done = self._script("append", name, version, record, head, operation, len(removed), *removed, *pairs)
+        keys, args = self._keys(name), [version, record, head, operation, len(removed), *removed, *pairs]
+        sends = 0
+
+        def send() -> Any:
+            nonlocal sends
+            sends += 1
+            return self._scripts["append"](keys=keys, args=args)
+
+        unknown = f"{name!r}: whether version {version} was committed is unknown"
+        try:
+            done = self._retrying(send)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise CommitUnknown(
+                f"{unknown}: the connection to Redis failed while it was sent, and Redis could not be"
+                f" reached again within {self.timeout} s ({exc})"
+            ) from None
         if done == -1:
             raise KeyError(name)
+        if done == 2:
+            if sends == 1 and not self._resends:
+                return False  # sent once and found taken: another writer's version
+            raise CommitUnknown(
+                f"{unknown}: its reply was lost, and by the time it was sent again the log"
+                " was compacted past that version, with the operation ids that tell"
+            )
         return bool(done)
 
     def wait(self, name: str, after: int, timeout: float) -> int:
@@ -282,7 +377,8 @@ class RedisStore:
         return int(found[0]), self._text(found[1]), [self._text(r) for r in found[2:]]
 
     def compact(self, name: str, min_gap: int) -> bool:
-        """See :meth:`lethe.store.Store.compact`."""
+        """See :meth:`lethe.store.Store.compact`.  Sent again after a lost reply, a
+        compaction that was made answers False (the checkpoint it made is recent)."""
         done = self._script("compact", name, min_gap)
         if done == -1:
             raise KeyError(name)

@@ -468,6 +468,9 @@ class Shared(Generic[K, V]):
             TypeError: ``fn`` returned something else (nothing is written).
             Whatever ``fn`` raises: nothing is written, the replica is unchanged.
             ValueError: a key or value JSON cannot carry (nothing is written).
+            CommitUnknown: the store's server could not be reached to learn
+                whether the commit went in; the replica is unchanged, and the
+                next read catches up and shows it if it did.
 
         >>> from lethe import Memory
         >>> from lethe.store import InMemoryStore, Shared
@@ -491,11 +494,13 @@ class Shared(Generic[K, V]):
                     new, result = out
                     if self._commit(base, runner, new):
                         return result
-                    # Lost the race: someone committed this version first.  If catching up finds
-                    # nothing after this replica's version, the store holds none: it went back.
+                    # Not committed: someone committed this version first, or the commit never
+                    # reached the store (an engine that lost the connection says so).  If catching
+                    # up finds nothing, ask the store its latest version: one below this replica's
+                    # means the store went back.
                     seen = self._version
                     self._catch_up()
-                    if self._version == seen:
+                    if self._version == seen and self._store.wait(self._name, seen, 0.0) < seen:
                         self._rejoin()
             finally:
                 self._summaries.clear()
@@ -583,7 +588,12 @@ class Shared(Generic[K, V]):
         gap = max(self._checkpoint_every, len(self._replica) // 4)
         if self._version - self._checkpointed < gap:
             return
-        self._store.compact(self._name, gap)
+        try:
+            self._store.compact(self._name, gap)
+        except StoreError:
+            # The commit stands and must be reported (and on_evict called): compaction is tried
+            # again after the next commit (the server went away, or another writer held a lock).
+            return
         self._checkpointed = self._version  # written here or by someone else lately
 
     async def atransact(self, fn: Callable[[Memory[K, V]], tuple[Memory[K, V], R]]) -> R:
