@@ -147,3 +147,37 @@ def test_wait_tells_a_follower_the_store_went_back(tmp_path: Path, clock: Manual
             follower.wait(timeout=5)
         assert follower.version == 1
         assert follower.wait(timeout=0) is False
+
+
+def test_a_redis_store_restored_from_a_backup_is_noticed(redis_url: str, redis_prefix: str, clock: ManualClock) -> None:
+    """A real server: the memory's keys saved with DUMP at version 2 and put back with RESTORE
+    after version 4 (a restored backup); the writer that saw 4 is told once and goes on."""
+    import redis
+
+    from lethe.store import RedisStore
+
+    admin = redis.Redis.from_url(redis_url)
+    with RedisStore(redis_url, prefix=redis_prefix) as store:
+        writer = Shared(store, "bot", _template(clock))
+        follower = Shared(store, "bot", _template(clock))
+        _commits(writer, clock, ["a", "b"])
+        keys = admin.keys(f"{redis_prefix}:*")
+        saved = {key: admin.dump(key) for key in keys}
+        _commits(writer, clock, ["c", "d"])
+        assert follower.wait(timeout=5) is True
+        assert follower.version == 4
+        for key in admin.keys(f"{redis_prefix}:*"):
+            if key not in saved:
+                admin.delete(key)
+        for key, value in saved.items():
+            admin.restore(key, 0, value, replace=True)
+
+        with pytest.raises(StoreError, match="went back: this replica saw version 4"):
+            writer.update(lambda m: m.put("e", key="e"))
+        writer.update(lambda m: m.put("e", key="e"))
+        assert writer.version == 3
+        with pytest.raises(StoreError, match="went back"):
+            follower.current()  # it saw versions 3 and 4 of a history the store no longer holds
+        assert follower.current() == writer.current()
+        assert sorted(Shared(store, "bot", _template(clock)).current().keys()) == ["a", "b", "e"]
+    admin.close()

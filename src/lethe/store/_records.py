@@ -192,6 +192,17 @@ def _parsed_rows(texts: Sequence[str], start: int) -> list[Any]:
     return [_parsed(text, f"entries[{start + i}]") for i, text in enumerate(chunk)]
 
 
+def tip_of(text: str) -> str | None:
+    """The tip of the version a record made, read from the start of its text without parsing
+    the rest (None: a record without one, or not one :func:`record` wrote)."""
+    if not text.startswith('{"head":['):
+        return None
+    head = text[: text.find("]")]
+    if not head.endswith('"'):
+        return None
+    return head[head.rfind('"', 0, len(head) - 1) + 1 : -1]
+
+
 def _tip(raw: Any, field: str) -> str:
     if type(raw) is not str or not 0 < len(raw) <= 64:
         raise ValueError(f"{field}: expected a version id (a short string), got {str(raw)[:80]}")

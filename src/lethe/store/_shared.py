@@ -255,15 +255,29 @@ class Shared(Generic[K, V]):
             StoreError: the store's history is no longer the one this replica saw (see
                 :meth:`_rejoin`), or the log cannot be read.
         """
-        rows = self._store.read(self._name, self._version)
+        version, tip = self._version, self._tip
+        # The record of this replica's own version comes along (when its id is known), so one
+        # read also tells whether the store still holds the history this replica saw.
+        check = tip is not None and version > 0
+        rows = self._store.read(self._name, version - 1 if check else version)
         try:
-            if rows and rows[0][0] != self._version + 1:
+            if check:
+                if not rows:
+                    raise _Diverged(version)  # the newest record is always kept: the store went back
+                if rows[0][0] == version:
+                    found = _records.tip_of(rows[0][1])
+                    if found is None:  # not as written: parsing names what is wrong, or finds it
+                        found = self._change(version, rows[0][1], evicted=False)[2]
+                    if found != tip:
+                        raise _Diverged(version)
+                    rows = rows[1:]
+            if rows and rows[0][0] != version + 1:
                 # Compacted past this replica: start again from the current entries.
                 version, mem, tip = self._loaded()
                 rows = self._store.read(self._name, version)
                 self._version, self._replica, self._tip = self._folded(version, mem, tip, rows)
                 return
-            self._version, self._replica, self._tip = self._folded(self._version, self._replica, self._tip, rows)
+            self._version, self._replica, self._tip = self._folded(version, self._replica, tip, rows)
         except _Diverged:
             self._rejoin()
         if rows:
