@@ -31,8 +31,8 @@ from ._support import fake_clock
 if TYPE_CHECKING:
     from lethe.store import PostgresStore, RedisStore
 
-#: What psycopg sends to commit a transaction: a simple query message.
-PG_COMMIT = b"Q\x00\x00\x00\x0bCOMMIT\x00"
+#: A piece of the one statement PostgresStore sends to commit (its text travels in the Parse message).
+PG_COMMIT = b"), logged AS ("
 
 
 def _sha(script: str) -> bytes:

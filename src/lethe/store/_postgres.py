@@ -38,6 +38,30 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS lethe_checkpoint_entries (name TEXT NOT NULL, version BIGINT NOT NULL,"
     " seq BIGINT NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (name, version, seq))",
 )
+#: A commit, in one statement (see PostgresStore.append).
+_APPEND = """
+WITH latest AS (
+    SELECT coalesce(
+        (SELECT max(version) FROM lethe_log WHERE name = %(name)s),
+        (SELECT max(version) FROM lethe_checkpoints WHERE name = %(name)s)
+    ) AS version
+), logged AS (
+    INSERT INTO lethe_log (name, version, head, record, op)
+    SELECT %(name)s, %(version)s, %(head)s, %(record)s, %(op)s
+    FROM latest, (SELECT pg_notify(%(channel)s, md5(%(name)s))) AS notified
+    WHERE latest.version = %(version)s - 1
+    RETURNING version
+), gone AS (
+    DELETE FROM lethe_entries
+    WHERE name = %(name)s AND seq = ANY(%(removed)s::bigint[]) AND EXISTS (SELECT FROM logged)
+), put AS (
+    INSERT INTO lethe_entries (name, seq, entry)
+    SELECT %(name)s, w.seq, w.entry FROM unnest(%(seqs)s::bigint[], %(rows)s::text[]) AS w(seq, entry)
+    WHERE EXISTS (SELECT FROM logged)
+    ON CONFLICT (name, seq) DO UPDATE SET entry = EXCLUDED.entry
+)
+SELECT count(*) FROM logged
+"""
 #: The channel commits are announced on (the payload: the md5 of the memory's name).
 _CHANNEL = "lethe_log"
 #: Serializes the creation of the tables by several processes at once.
@@ -65,7 +89,8 @@ class PostgresStore:
     The tables (``lethe_memories``, ``lethe_entries``, ``lethe_log``,
     ``lethe_checkpoints``, ``lethe_checkpoint_entries``, ``lethe_meta``) are
     created on first use and live beside the database's other tables.  A
-    commit is one transaction: the log row goes in under the primary key
+    commit is one statement, so one round trip and one transaction: the log
+    row goes in under the primary key
     ``(name, version)``, which is the compare-and-swap (a writer that lost
     the race gets a unique violation and nothing of it is written), then the
     entry rows it changed.  A commit that returned is as durable as the
@@ -73,8 +98,8 @@ class PostgresStore:
 
     Lost replies: each log row carries the operation id of the commit that
     wrote it.  When the connection fails during a commit (the server
-    restarted, the session was terminated, the network dropped the reply to
-    ``COMMIT``), the store reconnects, trying for up to ``timeout`` seconds,
+    restarted, the session was terminated, the network dropped the reply),
+    the store reconnects, trying for up to ``timeout`` seconds,
     terminates the session the commit was sent on if it is still there,
     waits for that session's transaction to end (a probe insert of the same
     log row waits on it, and is rolled back), and reads back whether the
@@ -358,35 +383,32 @@ class PostgresStore:
         """See :meth:`lethe.store.Store.append`; the class docstring tells how a lost reply is resolved."""
         operation = secrets.token_hex(8)
         sent_on: tuple[int, datetime] | None = None  # the session the commit went out on
+        params = {
+            "name": name,
+            "version": version,
+            "head": head,
+            "record": record,
+            "op": operation,
+            "channel": _CHANNEL,
+            "removed": list(removed),
+        }
+
+        seqs, rows = [seq for seq, _ in written], [row for _, row in written]
 
         def commit(conn: psycopg.Connection[Any]) -> bool:
             nonlocal sent_on
             sent_on = self._session
-            with conn.transaction():
-                latest, _ = self._head(conn, name)
-                if latest != version - 1:
-                    return False  # another writer got there first (nothing written)
-                # The primary key is the compare-and-swap: of two writers that both read
-                # version - 1 as the latest, the second gets a unique violation here.
-                # The notification (see wait) is sent by the same statement, and delivered at commit.
-                conn.execute(
-                    "INSERT INTO lethe_log (name, version, head, record, op)"
-                    " SELECT %s, %s, %s, %s, %s FROM (SELECT pg_notify(%s, md5(%s))) AS notified",
-                    (name, version, head, record, operation, _CHANNEL, name),
-                )
-                for seq in removed:
-                    conn.execute("DELETE FROM lethe_entries WHERE name = %s AND seq = %s", (name, seq))
-                for seq, row in written:
-                    conn.execute(
-                        "INSERT INTO lethe_entries VALUES (%s, %s, %s)"
-                        " ON CONFLICT (name, seq) DO UPDATE SET entry = EXCLUDED.entry",
-                        (name, seq, row),
-                    )
-            return True
+            # One statement, so one round trip and one transaction (autocommit).  The log row goes
+            # in only at the version after the latest (the compare-and-swap; of two writers that
+            # both read version - 1, the second gets a unique violation on the primary key), the
+            # entry rows change only if it went in, and the notification (see wait) is delivered
+            # at commit.
+            done = conn.execute(_APPEND, {**params, "seqs": seqs, "rows": rows}).fetchone()
+            return done is not None and done[0] == 1
 
         def learn(conn: psycopg.Connection[Any]) -> bool:
-            # The old session may still be on, in the transaction: end it (if it got the COMMIT
-            # it is committing, which a termination does not cut short).
+            # The old session may still be on, running the statement: end it (if the statement
+            # reached its commit, that commit is not cut short by a termination).
             conn.execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = %s AND backend_start = %s", sent_on
             )
