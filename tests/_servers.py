@@ -78,12 +78,12 @@ class PostgresCluster:
     run as root); :meth:`kill` crashes it (SIGKILL of the postmaster and every process it
     started) and :meth:`start` runs it again on the same port and data (crash recovery)."""
 
-    def __init__(self, *settings: str) -> None:
+    def __init__(self, *settings: str, directory: str | None = None) -> None:
         bindir = _postgres_bin()
         assert bindir is not None
         self.bindir = bindir
         self.as_user: list[str] = []
-        self.tmp = tempfile.mkdtemp(prefix="lethe-pg-")
+        self.tmp = tempfile.mkdtemp(prefix="lethe-pg-", dir=directory)
         if os.geteuid() == 0:
             entry = pwd.getpwnam("postgres")
             os.chown(self.tmp, entry.pw_uid, entry.pw_gid)
@@ -198,8 +198,8 @@ class RedisServer:
     persistence unless they ask for it); :meth:`kill` SIGKILLs it and :meth:`start` runs it
     again on the same port and data directory."""
 
-    def __init__(self, *options: str) -> None:
-        self.dir = tempfile.mkdtemp(prefix="lethe-redis-")
+    def __init__(self, *options: str, directory: str | None = None) -> None:
+        self.dir = tempfile.mkdtemp(prefix="lethe-redis-", dir=directory)
         self.port = free_port()
         self.options = options
         self.url = f"redis://127.0.0.1:{self.port}/0"
