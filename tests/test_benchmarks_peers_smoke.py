@@ -3,38 +3,23 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-BENCH_DIR = Path(__file__).resolve().parent.parent / "benchmarks"
+from ._support import load_benchmark
+
 N = 45
 LETHE_OPS = {"insert", "read", "peek", "top10", "prune", "bulk", "load", "load_file"}
 #: What every peer either measures or reports as n/a, with a reason.
 PEER_OPS = {"insert", "read", "top10", "prune", "bulk", "load", "load_file"}
 
 
-def _load(name: str) -> ModuleType:
-    if str(BENCH_DIR) not in sys.path:
-        sys.path.insert(0, str(BENCH_DIR))
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, BENCH_DIR / f"{name}.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def peers() -> ModuleType:
-    return _load("peers")
+    return load_benchmark("peers")
 
 
 @pytest.fixture(scope="module")

@@ -2,35 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from lethe import ManualClock
 
-BENCH_DIR = Path(__file__).resolve().parent.parent / "benchmarks"
-
-
-def _load(name: str) -> ModuleType:
-    if str(BENCH_DIR) not in sys.path:
-        sys.path.insert(0, str(BENCH_DIR))
-    spec = importlib.util.spec_from_file_location(name, BENCH_DIR / f"{name}.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(name, module)
-    spec.loader.exec_module(module)
-    return module
+from ._support import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def suite() -> ModuleType:
-    return _load("suite")
+    return load_benchmark("suite")
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +78,7 @@ def test_ratio_computation(suite: ModuleType) -> None:
 
 
 def test_report_renders(result: dict) -> None:
-    run = _load("run")
+    run = load_benchmark("run")
     text = run.report(result)
     assert "lethe.exponential.put_below" in text
     assert "lethe.exponential.put_many" in text

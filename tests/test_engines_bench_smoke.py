@@ -11,7 +11,7 @@ from types import ModuleType
 import pytest
 
 from ._servers import postgres_unavailable, redis_unavailable
-from .test_store_bench_smoke import _load
+from ._support import load_benchmark
 
 ENGINES = ["sqlite", "sqlite-durable", "redis-everysec", "redis-always", "postgres"]
 _WHY: dict[str, Callable[[], str | None]] = {
@@ -29,7 +29,7 @@ def _why(label: str) -> str | None:
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    return _load("engines")
+    return load_benchmark("engines")
 
 
 @pytest.fixture(scope="module")
