@@ -11,12 +11,15 @@ deadline, so it leaves the tree alone.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import repeat
+from operator import attrgetter, is_not
 from typing import Any
 
 from lethe._btree import Item, Tree
 from lethe._entry import Entry
 
 NONE = Tree()
+_EXPIRES = attrgetter("expires_us")
 _BOTTOM = (-float("inf"), -1)
 
 
@@ -24,6 +27,11 @@ def expired(entry: Entry[Any, Any], now_us: float) -> bool:
     """Whether ``entry`` has passed its deadline (pinned entries never expire)."""
     deadline = entry.expires_us
     return deadline is not None and now_us >= deadline and not entry.pinned
+
+
+def any_deadline(entries: list[Entry[Any, Any]]) -> bool:
+    """Whether any of ``entries`` has a deadline (so some may have expired); checked in C."""
+    return any(map(is_not, map(_EXPIRES, entries), repeat(None)))
 
 
 def tracked(entry: Entry[Any, Any]) -> bool:

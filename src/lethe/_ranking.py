@@ -21,18 +21,17 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Iterator
 from datetime import datetime
-from itertools import compress, islice, repeat
-from operator import attrgetter, eq, is_not
+from itertools import compress, islice
+from operator import attrgetter, eq
 from typing import Any, Protocol
 
 from lethe._entry import Entry
-from lethe._expiry import expired
+from lethe._expiry import any_deadline, expired
 from lethe._map import PersistentMap
 from lethe._scoring import Scorer
 
 Entries = PersistentMap[Any, Entry[Any, Any]]
 _SEQ = attrgetter("seq")
-_EXPIRES = attrgetter("expires_us")
 _PINNED = attrgetter("pinned")
 
 
@@ -107,7 +106,7 @@ class Scan:
 
     def top(self, entries: Entries, scorer: Scorer, n: int, now: datetime, now_us: float) -> list[Entry[Any, Any]]:
         live = entries.to_list()
-        if any(map(is_not, map(_EXPIRES, live), repeat(None))):
+        if any_deadline(live):
             live = [e for e in live if not expired(e, now_us)]
         if any(map(_PINNED, live)):
             pinned = sorted((e for e in live if e.pinned), key=_SEQ, reverse=True)

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from itertools import compress, repeat
+from itertools import compress
 from math import isfinite
-from operator import attrgetter, is_not, mul
+from operator import attrgetter, mul
 from typing import Any
 
 from lethe._entry import Entry
+from lethe._expiry import any_deadline
 from lethe.decay._adapter import Adapter, check_decay_function, checked_score
 from lethe.decay._registry import by_name
 
-_EXPIRES = attrgetter("expires_us")
 _IMPORTANCE = attrgetter("importance")
 _SEQ = attrgetter("seq")
 _FLOATS = {float}
@@ -58,7 +58,7 @@ class Scorer(Adapter):
         raw = self.fast
         if raw is None:
             # Some may have expired: never score those.
-            if not live and any(map(is_not, map(_EXPIRES, entries), repeat(None))):
+            if not live and any_deadline(entries):
                 unclamped = self.unclamped
                 return [unclamped(e, now, now_us) for e in entries]
             # One call per entry and checks over the whole list (in C), as a bare score loop would.
