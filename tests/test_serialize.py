@@ -96,3 +96,66 @@ def test_timestamps_are_iso(clock: ManualClock) -> None:
     entry = sample(clock).to_dict()["entries"][0]
     assert entry["inserted_at"] == "2026-01-01T12:00:00+00:00"
     clock.advance(timedelta(hours=1))
+
+
+def plain(clock: ManualClock) -> dict[str, Any]:
+    """A document of entries as most memories hold them (str keys, float importance, no metadata)."""
+    mem: Memory[Any, Any] = Memory(max_entries=10, half_life=600, clock_fn=clock)
+    mem = mem.put_many([("a", {"key": "a"}), ("b", {"key": "b", "importance": 2.0})])
+    clock.advance(60)
+    return json.loads(json.dumps(mem.touch("a").to_dict()))  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("value", "field"),
+    [
+        ({"importance": float("nan")}, "importance"),
+        ({"importance": float("inf")}, "importance"),
+        ({"importance": True}, "importance"),
+        ({"access_count": True}, "access_count"),
+        ({"access_count": 2**53 + 1}, "access_count"),
+        ({"seq": -1}, "seq"),
+        ({"seq": 1.0}, "seq"),
+        ({"pinned": 1}, "pinned"),
+        ({"summarized": 0}, "summarized"),
+        ({"metadata": None}, "metadata"),
+        ({"key": True}, None),  # a bool key is a key: read as itself
+        ({"last_accessed_at": "2025-12-31T00:00:00+00:00"}, "last_accessed_at"),
+    ],
+)
+def test_each_field_of_a_plain_entry_is_checked(clock: ManualClock, value: dict[str, Any], field: str | None) -> None:
+    # Plain entries are read by one combined test; whatever it lets through must still be checked.
+    data = plain(clock)
+    data["entries"][0].update(value)
+    if field is None:
+        assert Memory.from_dict(data).peek(value["key"]).key is value["key"]
+        return
+    with pytest.raises(ValueError, match=rf"entries\[0\]\.{field}"):
+        Memory.from_dict(data)
+
+
+def test_a_custom_load_state_sees_every_null_state(clock: ManualClock) -> None:
+    class Loaded:
+        def __call__(self, entry: Entry[Any, Any], now: Any) -> float:
+            return 0.5
+
+        def dump_state(self, state: Any) -> Any:
+            return state
+
+        def load_state(self, data: object) -> Any:
+            return "loaded" if data is None else data
+
+    fn = Loaded()
+    data: dict[str, Any] = Memory(decay_fn=fn, clock_fn=clock).put("v", key="k").to_dict()
+    assert data["entries"][0]["decay_state"] is None
+    assert Memory.from_dict(data, decay_fn=fn, clock_fn=clock).peek("k").decay_state == "loaded"
+
+
+def test_instants_keep_their_text_when_entries_share_one(clock: ManualClock) -> None:
+    data = plain(clock)
+    first, second = data["entries"]
+    assert first["inserted_at"] == second["inserted_at"] == second["last_accessed_at"]  # one put_many
+    second["inserted_at"] = second["last_accessed_at"] = "2026-01-01T14:00:00+02:00"  # the same instant
+    back = Memory.from_dict(data).to_dict()["entries"]
+    assert [e["inserted_at"] for e in back] == ["2026-01-01T12:00:00+00:00", "2026-01-01T14:00:00+02:00"]
+    assert back == data["entries"]

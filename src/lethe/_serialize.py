@@ -119,36 +119,58 @@ def _decay_to_dict(fn: Any) -> dict[str, Any]:
     return decay_to_dict(fn)
 
 
-def entry_to_dict(e: Entry[Any, Any], decay_fn: Any) -> dict[str, Any]:
+def entry_to_dict(e: Entry[Any, Any], decay_fn: Any, texts: dict[int, str] | None = None) -> dict[str, Any]:
     """One entry as JSON types.
+
+    ``texts`` (optional) remembers the ISO-8601 text of each datetime written so far, by
+    object: entries put or rehearsed together share their datetimes, so a whole memory
+    written with one ``texts`` formats each instant once.  Its datetimes must outlive it.
 
     Raises:
         ValueError: the key is not one :func:`memory_from_dict` reads back with
             its type (str, int, finite float, bool, or a tuple of those and None).
     """
-    key = encode_key(e.key)
-    state = dumped_state(decay_fn, e.decay_state)
+    key = e.key
+    if type(key) is not str:
+        key = encode_key(key)
+    state = e.decay_state
+    if state is not None:
+        state = dumped_state(decay_fn, state)
+    expires = e.expires_at
+    metadata = e.metadata
+    if texts is None:
+        texts = {}
     return {
         "key": key,
         "value": e.value,
-        "inserted_at": e.inserted_at.isoformat(),
-        "last_accessed_at": e.last_accessed_at.isoformat(),
+        "inserted_at": _iso(e.inserted_at, texts),
+        "last_accessed_at": _iso(e.last_accessed_at, texts),
         "access_count": e.access_count,
         "pinned": e.pinned,
         "importance": e.importance,
-        "metadata": dict(e.metadata),
+        "metadata": dict(metadata) if metadata else {},
         "summary": e.summary,
         "summarized": e.summarized,
-        "expires_at": None if e.expires_at is None else e.expires_at.isoformat(),
+        "expires_at": None if expires is None else _iso(expires, texts),
         "seq": e.seq,
         "decay_state": state,
     }
+
+
+def _iso(moment: datetime, texts: dict[int, str]) -> str:
+    """``moment.isoformat()``, formatted once per object while ``texts`` lives."""
+    text = texts.get(id(moment))
+    if text is None:
+        text = texts[id(moment)] = moment.isoformat()
+    return text
 
 
 def memory_to_dict(config: Config, snapshot: Snapshot) -> dict[str, Any]:
     """A memory (its configuration and snapshot) as JSON types; entries in the order they were put."""
     entries = sorted(snapshot.entries.values(), key=lambda e: e.seq)
     latest = snapshot.latest
+    fn = config.decay_fn
+    texts: dict[int, str] = {}
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -160,7 +182,7 @@ def memory_to_dict(config: Config, snapshot: Snapshot) -> dict[str, Any]:
         "next_key": snapshot.next_key,
         "next_seq": snapshot.next_seq,
         "latest": None if latest is None else latest.isoformat(),
-        "entries": [entry_to_dict(e, config.decay_fn) for e in entries],
+        "entries": [entry_to_dict(e, fn, texts) for e in entries],
     }
 
 
@@ -179,6 +201,8 @@ def _field(data: Mapping[str, Any], name: str, where: str, default: Any = _MISSI
 
 def _exact(data: Mapping[str, Any], fields: frozenset[str], where: str) -> None:
     """ValueError naming the first missing or unknown field of ``data``."""
+    if data.keys() == fields:
+        return
     for name in sorted(fields):
         _field(data, name, where)
     unknown = sorted(map(str, set(data) - fields))
@@ -275,6 +299,44 @@ def checked_entry(
 
     Shared by every stored form of an entry (``to_dict``'s objects, ``lethe.store``'s rows).
     """
+    # The common entry, tested in one expression (a load checks every entry of a memory);
+    # anything else takes the field-by-field path, which names what is wrong.
+    kind = type(key)
+    if (
+        (kind is str or kind is int)
+        and type(access_count) is int
+        and 0 <= access_count <= MAX_ACCESS_COUNT
+        and (pinned is True or pinned is False)
+        and type(importance) is float
+        and 0.0 <= importance < math.inf
+        and type(metadata) is dict
+        and not metadata
+        and (summarized is True or summarized is False)
+        and type(seq) is int
+        and seq >= 0
+        and accessed[1] >= inserted[1]
+    ):
+        if state is not None or not same_fn or not is_builtin(decay_fn):  # built-ins load None as None
+            state = _loaded_state(state, decay_fn, same_fn, where)
+        expires_at, expires_us = (None, None) if expires is None else expires
+        return make_entry(
+            key,
+            value,
+            inserted[0],
+            accessed[0],
+            access_count,
+            pinned,
+            importance,
+            EMPTY_METADATA,
+            summary,
+            summarized,
+            expires_at,
+            seq,
+            state,
+            inserted[1],
+            accessed[1],
+            expires_us,
+        )
     key = checked_key(key, where + "key")
     inserted_at, inserted_us = inserted
     accessed_at, accessed_us = accessed
@@ -285,17 +347,7 @@ def checked_entry(
         importance = check_importance(importance)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{where}importance: {exc}") from None
-    load = state_loader(decay_fn)
-    if not same_fn:
-        state = None  # written by another decay function: never hand it to this one
-    elif load is not None:
-        try:
-            state = load(state)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"{where}decay_state: {exc}") from None
-    elif is_builtin(decay_fn):
-        state = None  # a built-in without state: stale state from another function
-    # else: a custom function's own state, kept as the data gave it
+    state = _loaded_state(state, decay_fn, same_fn, where)
     return make_entry(
         key,
         value,
@@ -316,8 +368,24 @@ def checked_entry(
     )
 
 
-def _entry(raw: Any, i: int, decay_fn: Any, same_fn: bool) -> Entry[Any, Any]:
-    """Entry ``i`` of a document; ``same_fn``: whether ``decay_fn`` wrote its ``decay_state``."""
+def _loaded_state(state: Any, decay_fn: Any, same_fn: bool, where: str) -> Any:
+    """An entry's stored ``decay_state`` as ``decay_fn`` takes it (``same_fn``: whether it wrote it)."""
+    if not same_fn:
+        return None  # written by another decay function: never hand it to this one
+    load = state_loader(decay_fn)
+    if load is not None:
+        try:
+            return load(state)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{where}decay_state: {exc}") from None
+    if is_builtin(decay_fn):
+        return None  # a built-in without state: stale state from another function
+    return state  # a custom function's own state, kept as the data gave it
+
+
+def _entry(raw: Any, i: int, decay_fn: Any, same_fn: bool, moments: dict[str, Moment]) -> Entry[Any, Any]:
+    """Entry ``i`` of a document; ``same_fn``: whether ``decay_fn`` wrote its ``decay_state``;
+    ``moments``: the instants parsed so far, by their text (entries put together share one)."""
     where = f"entries[{i}]."
     if not isinstance(raw, Mapping):
         raise ValueError(f"entries[{i}]: expected an object, got {type(raw).__name__}")
@@ -327,20 +395,30 @@ def _entry(raw: Any, i: int, decay_fn: Any, same_fn: bool) -> Entry[Any, Any]:
         where,
         raw["key"],
         raw["value"],
-        _time(raw["inserted_at"], where + "inserted_at"),
-        _time(raw["last_accessed_at"], where + "last_accessed_at"),
+        _moment(raw["inserted_at"], moments, where, "inserted_at"),
+        _moment(raw["last_accessed_at"], moments, where, "last_accessed_at"),
         raw["access_count"],
         raw["pinned"],
         raw["importance"],
         raw["metadata"],
         raw["summary"],
         raw["summarized"],
-        None if expires is None else _time(expires, where + "expires_at"),
+        None if expires is None else _moment(expires, moments, where, "expires_at"),
         raw["seq"],
         raw["decay_state"],
         decay_fn,
         same_fn,
     )
+
+
+def _moment(value: Any, moments: dict[str, Moment], where: str, name: str) -> Moment:
+    """:func:`_time` of ``value``, parsed once per text while ``moments`` lives."""
+    if type(value) is not str:
+        return _time(value, where + name)  # raises
+    moment = moments.get(value)
+    if moment is None:
+        moment = moments[value] = _time(value, where + name)
+    return moment
 
 
 def check_entries(
@@ -493,7 +571,8 @@ def memory_from_dict(
         raise ValueError(f"entries: expected a list, got {type(raw_entries).__name__}")
     if len(raw_entries) > cfg.max_entries:
         raise ValueError(f"entries: {len(raw_entries)} entries exceed max_entries={cfg.max_entries}")
-    built = [_entry(raw, i, fn, same_fn) for i, raw in enumerate(raw_entries)]
+    moments: dict[str, Moment] = {}
+    built = [_entry(raw, i, fn, same_fn, moments) for i, raw in enumerate(raw_entries)]
     next_key = checked_int(data["next_key"], "next_key")
     next_seq = checked_int(data["next_seq"], "next_seq")
     if current:
