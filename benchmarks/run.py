@@ -58,10 +58,10 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
 def size_table(result: dict[str, Any], section: str, title: str, cell: Callable[[Any], str]) -> str:
     """One row per measured name in ``section``, one column per size."""
     sizes = list(result["sizes"])
-    names = list(dict.fromkeys(name for n in sizes for name in result["sizes"][n][section]))
+    names = list(dict.fromkeys(name for n in sizes for name in result["sizes"][n].get(section, {})))
     rows = []
     for name in names:
-        values = [result["sizes"][n][section].get(name) for n in sizes]
+        values = [result["sizes"][n].get(section, {}).get(name) for n in sizes]
         rows.append([f"`{name}`"] + ["—" if v is None else cell(v) for v in values])
     return table([title] + [f"n={int(n):,}" for n in sizes], rows)
 
@@ -79,6 +79,11 @@ def times_table(result: dict[str, Any]) -> str:
 def memory_table(result: dict[str, Any]) -> str:
     """Bytes per entry measured with tracemalloc."""
     return size_table(result, "memory_bytes_per_entry", "bytes per entry (tracemalloc)", lambda v: f"{v:,.0f} B")
+
+
+def tracked_table(result: dict[str, Any]) -> str:
+    """GC-tracked objects per entry (after a full collection)."""
+    return size_table(result, "gc_objects_per_entry", "GC-tracked objects per entry", lambda v: f"{v:.2f}")
 
 
 def ratios_table(result: dict[str, Any]) -> str:
@@ -110,6 +115,8 @@ def report(result: dict[str, Any]) -> str:
         times_table(result),
         "",
         memory_table(result),
+        "",
+        tracked_table(result),
         "",
         ratios_table(result),
     ]

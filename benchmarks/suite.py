@@ -81,6 +81,7 @@ class SizeSetup:
     n: int
     cases: list[Case] = field(default_factory=list)
     memory: dict[str, float] = field(default_factory=dict)
+    tracked: dict[str, float] = field(default_factory=dict)  # GC-tracked objects per entry
     notes: list[str] = field(default_factory=list)
 
 
@@ -149,12 +150,23 @@ def lethe_cases(n: int, decay: str, ops_fast: int, ops_slow: int, rng: random.Ra
     sample = [keys[rng.randrange(n)] for _ in range(ops_fast)]
     slow_range = range(ops_slow)
     prefix = f"lethe.{decay}"
+    # A sample of a few thousand puts rarely holds a full collection (one per ~n/4 new tracked
+    # objects): n/2 puts take in their share, so the GC-on/off ratio is an amortized one.
+    run_new = keys_for(max(n // 2, 1), "run")
 
     def put_below() -> int:
         clock.set(built_at)
         m = below
         t0 = _now_ns()
         for k in fast_new:
+            m = m.put(VALUE, key=k)
+        return _now_ns() - t0
+
+    def put_run() -> int:
+        clock.set(built_at)
+        m = below
+        t0 = _now_ns()
+        for k in run_new:
             m = m.put(VALUE, key=k)
         return _now_ns() - t0
 
@@ -224,6 +236,8 @@ def lethe_cases(n: int, decay: str, ops_fast: int, ops_slow: int, rng: random.Ra
     return [
         Case(f"{prefix}.put_below", "lethe", ops_fast, put_below, "put a new key, below capacity"),
         Case(f"{prefix}.put_below.nogc", "lethe", ops_fast, gc_off(put_below), "put below capacity, GC off"),
+        Case(f"{prefix}.put_run", "lethe", len(run_new), put_run, "n/2 chained puts below capacity"),
+        Case(f"{prefix}.put_run.nogc", "lethe", len(run_new), gc_off(put_run), "n/2 chained puts, GC off"),
         Case(f"{prefix}.put_full", "lethe", ops_slow, put_full, "put a new key at capacity (evicts one)"),
         Case(f"{prefix}.get", "lethe", ops_fast, get, "get (rehearses; returns new memory)"),
         Case(f"{prefix}.touch", "lethe", ops_fast, touch, "touch (rehearse)"),
@@ -340,6 +354,18 @@ def lethe_memory_per_entry(n: int, decay: str) -> float:
         tracemalloc.stop()
     del mem
     return used / n
+
+
+def tracked_per_entry(n: int, build: Callable[[], object]) -> float:
+    """GC-tracked objects that ``build()``'s result adds, per entry (after a full collection,
+    so tuples and dicts the collector untracks are not counted)."""
+    gc.collect()
+    before = len(gc.get_objects())
+    built = build()
+    gc.collect()
+    added = len(gc.get_objects()) - before
+    del built
+    return added / n
 
 
 def _map_memory_per_entry(n: int, build: Callable[[list[str]], object]) -> float:
@@ -686,6 +712,14 @@ def setup_size(
             setup.memory[f"lethe.{decay}"] = lethe_memory_per_entry(n, decay)
         if measure_memory and decay == DECAYS[0]:
             setup.memory["entries"] = _map_memory_per_entry(n, _bare_entries)
+        if measure_memory:
+            keys = keys_for(n)
+            setup.tracked[f"lethe.{decay}"] = tracked_per_entry(
+                n, lambda: build_memory(n, decay, fake_clock(), n, keys)  # noqa: B023 (called at once)
+            )
+    if measure_memory:
+        keys = keys_for(n)
+        setup.tracked["entries"] = tracked_per_entry(n, lambda: _bare_entries(keys))
     if grouped:
         for decay in GROUPED:
             setup.cases += grouped_cases(n, decay, ops_slow)
@@ -820,6 +854,7 @@ def run_suite(
             "ops": {"cheap": fast, "linear": slow},
             "cases": cases,
             "memory_bytes_per_entry": setup.memory,
+            "gc_objects_per_entry": setup.tracked,
         }
         del setup
         gc.collect()
@@ -839,12 +874,13 @@ TARGETS: list[tuple[str, str, str, int, str, float]] = [
     ("internal map set vs pmap.set", "map.set", "pmap.set", 100_000, "<=", 0.5),
     ("internal map get vs pmap.get", "map.get", "pmap.get", 10_000, "<=", 0.5),
     ("internal map get vs pmap.get", "map.get", "pmap.get", 100_000, "<=", 0.5),
-    ("put (below capacity) vs pmap.set", "lethe.exponential.put_below", "pmap.set", 10_000, "<=", 1.0),
+    ("put (below capacity) vs pmap.set", "lethe.exponential.put_below", "pmap.set", 10_000, "<=", 1.5),
     ("put (below capacity) vs pmap.set", "lethe.exponential.put_below", "pmap.set", 100_000, "<=", 0.7),
-    ("get vs pmap.set", "lethe.exponential.get", "pmap.set", 10_000, "<=", 1.0),
-    ("get vs pmap.set", "lethe.exponential.get", "pmap.set", 100_000, "<=", 0.7),
-    ("touch vs pmap.set", "lethe.exponential.touch", "pmap.set", 10_000, "<=", 1.0),
-    ("touch vs pmap.set", "lethe.exponential.touch", "pmap.set", 100_000, "<=", 0.7),
+    ("get vs pmap.set", "lethe.exponential.get", "pmap.set", 10_000, "<=", 2.0),
+    ("get vs pmap.set", "lethe.exponential.get", "pmap.set", 100_000, "<=", 1.0),
+    ("touch vs pmap.set", "lethe.exponential.touch", "pmap.set", 10_000, "<=", 2.0),
+    ("touch vs pmap.set", "lethe.exponential.touch", "pmap.set", 100_000, "<=", 1.0),
+    ("n/2 puts: GC on vs off", "lethe.exponential.put_run", "lethe.exponential.put_run.nogc", 100_000, "<=", 1.3),
     ("put at capacity vs pmap.set", "lethe.exponential.put_full", "pmap.set", 100_000, "<=", 2.0),
     ("put at capacity: x faster than O(n) scan", "lethe.exponential.put_full", "floor.scan_min", 100_000, ">=", 500.0),
     ("put at capacity vs TTLCache", "lethe.exponential.put_full", "cachetools.TTLCache.put_full", 10_000, "<=", 3.0),
