@@ -298,9 +298,11 @@ class Order:
         # Entries that certainly score 0.0 (underflowed, importance 0) tie: the earliest put goes.
         # (A memory removes its expired entries before it looks for a victim.)
         start = (c + _UNDERFLOW - slack, -1)
-        zero = self.keys.earliest(_LOWEST, start)
-        if zero is not None:
-            best = (0.0, zero[1], zero[2])
+        first = self.keys.first()
+        if first is not None and first < start:  # seldom: most memories hold nothing that old
+            zero = self.keys.earliest(_LOWEST, start)
+            if zero is not None:
+                best = (0.0, zero[1], zero[2])
         noise = self._noise
         mixed = self.mixed
         keys = self.keys
