@@ -464,16 +464,22 @@ class Memory(_Version[K, V]):
         Raises:
             KeyError: ``key`` is not in the memory (or has passed its deadline).
         """
-        _hashable(key)
-        entry = self._entries.get(key)
+        try:
+            entry = self._entries.get(key)
+        except TypeError:
+            _hashable(key)  # an unhashable key: say so by name (else the key's own error stands)
+            raise
         if entry is None:
             raise KeyError(key)
         return entry if entry.expires_us is None else self._live(key, self._now()[1])
 
     def _live(self, key: K, now_us: float) -> Entry[K, V]:
         """The entry at ``key`` at ``now_us``, the one clock reading of the calling operation."""
-        _hashable(key)
-        entry = self._entries.get(key)
+        try:
+            entry = self._entries.get(key)
+        except TypeError:
+            _hashable(key)
+            raise
         if entry is None or (entry.expires_us is not None and _expired(entry, now_us)):
             raise KeyError(key)
         return entry
