@@ -199,7 +199,9 @@ class Bounds:
                 if member is not None:
                     heappush(found, (negative, -member.seq, next(tick), member, run))
 
-    def top(self, entries: Entries, scorer: Scorer, n: int, now: datetime, now_us: float) -> list[Entry[Any, Any]]:
+    def top(
+        self, entries: Entries, scorer: Scorer, n: int, now: datetime, now_us: float, may_expire: bool = True
+    ) -> list[Entry[Any, Any]]:
         """The first ``n`` entries of :meth:`ranked`."""
         return list(islice(self.ranked(entries, scorer, now, now_us), max(n, 0)))
 

@@ -195,7 +195,9 @@ class Groups:
             heappush(heap, (neg, 1, top[2], entry, key, tree))
             _push_run(heap, tree, tree.descending_below((key, -1)), value, now_us)
 
-    def top(self, entries: Entries, scorer: Scorer, n: int, now: datetime, now_us: float) -> list[Entry[Any, Any]]:
+    def top(
+        self, entries: Entries, scorer: Scorer, n: int, now: datetime, now_us: float, may_expire: bool = True
+    ) -> list[Entry[Any, Any]]:
         """The first ``n`` entries of :meth:`ranked`."""
         return list(islice(self.ranked(entries, scorer, now, now_us), max(n, 0)))
 

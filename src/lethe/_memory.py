@@ -571,7 +571,7 @@ class Memory(_Version[K, V]):
 
     def _top(self, n: int, now: datetime, now_us: float) -> list[Entry[K, V]]:
         integer(n, "n", low=0)
-        return self._ranking.top(self._entries, self._config.scorer, n, now, now_us)
+        return self._ranking.top(self._entries, self._config.scorer, n, now, now_us, bool(self._deadlines))
 
     def filter(self, predicate: Callable[[Entry[K, V]], object]) -> list[Entry[K, V]]:
         """Entries for which ``predicate(entry)`` is true, highest score first."""

@@ -285,7 +285,9 @@ class Order:
             if rest is not None and (following := next(rest, None)) is not None:
                 heappush(heap, (value, -following.seq, following, rest))
 
-    def top(self, entries: Entries, scorer: Scorer, n: int, now: datetime, now_us: float) -> list[Entry[Any, Any]]:
+    def top(
+        self, entries: Entries, scorer: Scorer, n: int, now: datetime, now_us: float, may_expire: bool = True
+    ) -> list[Entry[Any, Any]]:
         """The first ``n`` entries of :meth:`ranked`."""
         return list(islice(self.ranked(entries, scorer, now, now_us), min(n, len(entries))))
 

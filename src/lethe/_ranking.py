@@ -58,8 +58,10 @@ class Ranking(Protocol):
     def ranked(self, entries: Entries, scorer: Scorer, now: datetime, now_us: float) -> Iterator[Entry[Any, Any]]:
         """Every entry not expired at ``now_us``, in rank order (lazily where the strategy can)."""
 
-    def top(self, entries: Entries, scorer: Scorer, n: int, now: datetime, now_us: float) -> list[Entry[Any, Any]]:
-        """The first ``n`` of :meth:`ranked`."""
+    def top(
+        self, entries: Entries, scorer: Scorer, n: int, now: datetime, now_us: float, may_expire: bool = True
+    ) -> list[Entry[Any, Any]]:
+        """The first ``n`` of :meth:`ranked` (``may_expire`` False: no entry has a deadline that runs)."""
 
     def at_least(
         self, entries: Entries, limit: float, now_us: float
@@ -104,9 +106,11 @@ class Scan:
         rest = [e for e in rest if not expired(e, now_us)]
         return iter(rank(pinned, rest, scorer.many(rest, now, now_us))[0])
 
-    def top(self, entries: Entries, scorer: Scorer, n: int, now: datetime, now_us: float) -> list[Entry[Any, Any]]:
+    def top(
+        self, entries: Entries, scorer: Scorer, n: int, now: datetime, now_us: float, may_expire: bool = True
+    ) -> list[Entry[Any, Any]]:
         live = entries.to_list()
-        if any_deadline(live):
+        if may_expire and any_deadline(live):  # the memory knows when none may: no pass over every entry
             live = [e for e in live if not expired(e, now_us)]
         if any(map(_PINNED, live)):
             pinned = sorted((e for e in live if e.pinned), key=_SEQ, reverse=True)

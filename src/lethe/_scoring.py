@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from itertools import compress
+from itertools import compress, repeat
 from math import isfinite
 from operator import attrgetter, mul
 from typing import Any
@@ -62,8 +62,7 @@ class Scorer(Adapter):
                 unclamped = self.unclamped
                 return [unclamped(e, now, now_us) for e in entries]
             # One call per entry and checks over the whole list (in C), as a bare score loop would.
-            call = self._call
-            got = [call(e, now) for e in entries]
+            got = list(map(self._call, entries, repeat(now)))
             if got and not (set(map(type, got)) == _FLOATS and all(map(isfinite, got))):
                 where = self.where
                 got = [
