@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -91,3 +92,44 @@ def test_fake_clock_advances(suite: ModuleType) -> None:
     assert isinstance(clock, ManualClock)
     assert first == suite.START + suite.STEP  # as the benchmark's figures were measured: a step after START
     assert second - first == suite.STEP
+
+
+def test_collector_figures(result: dict) -> None:
+    cases = result["sizes"]["50"]["cases"]
+    for decay in ("exponential", "actr"):
+        assert f"lethe.{decay}.put_run" in cases
+        assert f"lethe.{decay}.put_run.nogc" in cases
+    tracked = result["sizes"]["50"]["gc_objects_per_entry"]
+    assert tracked["entries"] == pytest.approx(1.0, abs=0.1)  # an Entry is one tracked object
+    assert tracked["lethe.exponential"] > 1.0  # and a memory holds it in more
+
+
+@pytest.fixture(scope="module")
+def scale() -> ModuleType:
+    return load_benchmark("scale")
+
+
+def test_scale_one_size(scale: ModuleType) -> None:
+    out = scale.lethe_at(60, 1)
+    assert set(out["median_ns"]) == set(scale.LETHE_OPS)
+    assert all(v > 0 for v in out["median_ns"].values())
+    assert out["evicted"] == 20  # the third below the threshold
+    assert out["gc_objects_per_entry"] > 1.0
+    assert json.loads(json.dumps(out)) == out
+
+
+def test_scale_sizes_growth_and_report(scale: ModuleType, tmp_path: Path) -> None:
+    result = scale.measure([40, 80], 1, False, 1, None, lambda msg: None)
+    assert list(result["lethe"]) == ["40", "80"]  # each size measured in a process of its own
+    assert len(result["growth"]["lethe put_many"]) == 1
+    assert all(math.isfinite(g) for gs in result["growth"].values() for g in gs)
+    text = scale.report(result)
+    assert "growth exponents" in text
+    assert "resident bytes per entry" in text
+    pytest.importorskip("matplotlib")
+    scale.plot(result, str(tmp_path / "scale.png"))
+    assert (tmp_path / "scale.png").stat().st_size > 0
+
+
+def test_scale_growth_exponent(scale: ModuleType) -> None:
+    assert scale.growth([(1_000, 1.0), (10_000, 10.0), (100_000, 10.0)]) == pytest.approx([1.0, 0.0])
