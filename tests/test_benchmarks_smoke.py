@@ -118,16 +118,23 @@ def test_scale_one_size(scale: ModuleType) -> None:
     assert json.loads(json.dumps(out)) == out
 
 
-def test_scale_sizes_growth_and_report(scale: ModuleType, tmp_path: Path) -> None:
-    result = scale.measure([40, 80], 1, False, 1, None, lambda msg: None)
-    assert list(result["lethe"]) == ["40", "80"]  # each size measured in a process of its own
-    assert len(result["growth"]["lethe put_many"]) == 1
-    assert all(math.isfinite(g) for gs in result["growth"].values() for g in gs)
-    text = scale.report(result)
+@pytest.fixture(scope="module")
+def scaled(scale: ModuleType) -> dict:
+    return scale.measure([40, 80], 1, False, 1, None, lambda msg: None)
+
+
+def test_scale_sizes_growth_and_report(scale: ModuleType, scaled: dict) -> None:
+    assert list(scaled["lethe"]) == ["40", "80"]  # each size measured in a process of its own
+    assert len(scaled["growth"]["lethe put_many"]) == 1
+    assert all(math.isfinite(g) for gs in scaled["growth"].values() for g in gs)
+    text = scale.report(scaled)
     assert "growth exponents" in text
     assert "resident bytes per entry" in text
-    pytest.importorskip("matplotlib")
-    scale.plot(result, str(tmp_path / "scale.png"))
+
+
+def test_scale_plot(scale: ModuleType, scaled: dict, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")  # the bench extra's; the test extra does without it
+    scale.plot(scaled, str(tmp_path / "scale.png"))
     assert (tmp_path / "scale.png").stat().st_size > 0
 
 
