@@ -88,14 +88,15 @@ def test_bulk_load_equals_inserts() -> None:
 
 def _check_shape(tree: Tree) -> None:
     """Every node within its capacity, and each branch's probes and seqs those of its children."""
-    from lethe._btree import _MAX, _MIN, _high, _low
+    from lethe._btree import _MAX, _MIN, _high, _low, _parts
 
     def walk(node: object, height: int, root: bool) -> None:
         if not height:
             assert 0 < len(node) <= _MAX  # type: ignore[arg-type]
             assert root or len(node) >= _MIN  # type: ignore[arg-type]
             return
-        children, highs, lows = node  # type: ignore[misc]
+        assert len(node) % 3 == 0  # type: ignore[arg-type]
+        children, highs, lows = _parts(node)  # type: ignore[arg-type]
         assert 0 < len(children) <= _MAX
         assert highs == [_high(c, height == 1) for c in children]
         assert lows == [_low(c, height == 1) for c in children]

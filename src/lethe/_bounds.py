@@ -32,7 +32,7 @@ capacity, however many of them share one instant.  Past :data:`~lethe._groups.MA
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from datetime import datetime
 from heapq import heappop, heappush
 from itertools import count, islice
@@ -42,7 +42,7 @@ from lethe._btree import Tree
 from lethe._entry import Entry
 from lethe._groups import MAX_GROUPS, _live, _valuer
 from lethe._map import PersistentMap
-from lethe._ranking import SCAN, Ranking
+from lethe._ranking import Ranking, Scan
 from lethe._scoring import Scorer, clamp
 
 Entries = PersistentMap[Any, Entry[Any, Any]]
@@ -76,7 +76,7 @@ class Bounds:
 
     def _with(self, groups: dict[Hashable, tuple[Tree, Tree]], pinned: Tree) -> Ranking:
         if len(groups) > MAX_GROUPS:
-            return SCAN
+            return Scan(len(pinned))
         new: Bounds = object.__new__(Bounds)
         new.rank_bounds = self.rank_bounds
         new.bound = self.bound
@@ -124,6 +124,7 @@ class Bounds:
         rank_bounds = self.rank_bounds
         pinned: list[_Item] = []
         lists: dict[Hashable, tuple[list[_Item], list[_Item]]] = {}
+        entries = iter(entries)  # on to a scan midway: the rest counted from where it stopped
         for e in entries:
             if e.pinned:
                 pinned.append((0.0, e.seq, e))
@@ -131,8 +132,8 @@ class Bounds:
             group, high, low = rank_bounds(e)
             both = lists.get(group)
             if both is None:
-                if len(lists) == MAX_GROUPS:
-                    return SCAN
+                if len(lists) == MAX_GROUPS:  # a scan from here on (``e`` is not pinned)
+                    return Scan(len(pinned) + sum(e.pinned for e in entries))
                 lists[group] = both = ([], [])
             both[0].append((high, e.seq, e))
             both[1].append((low, e.seq, e))
@@ -145,7 +146,7 @@ class Bounds:
         return self._with(groups, Tree(pinned))
 
     def edited(
-        self, gone: set[int], replaced: dict[int, Entry[Any, Any]], added: list[Entry[Any, Any]]
+        self, gone: Mapping[int, Entry[Any, Any]], replaced: dict[int, Entry[Any, Any]], added: list[Entry[Any, Any]]
     ) -> Ranking:
         """Many changes in bulk: rebuilt from the surviving entries, their replacements and ``added``."""
         kept = [replaced.get(e.seq, e) for e in self.entries() if e.seq not in gone]

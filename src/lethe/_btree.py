@@ -6,25 +6,29 @@ Searches use the two-field *probe* ``(sort_key, seq)``, so the payload is never
 compared.  Every branch also knows the smallest ``seq`` under each child, which
 answers "the earliest-put item in a key range" in O(log n).
 
-Nodes are the interpreter's own containers: a leaf is a list of items, a
-branch a tuple ``(children, highs, lows)`` of three lists (each child's largest
-probe and smallest seq).  A write copies the nodes on one root-to-leaf path
-(lists of at most ``_MAX`` references, copied at C speed) and shares the rest,
-so an insert or a delete costs O(log n) and leaves every earlier tree intact.
-Nodes are never mutated once a tree holds them.
+Nodes are the interpreter's own lists: a leaf is a list of items, a branch of
+m children one flat list ``highs + children + lows`` (each child's largest
+probe, the children, each child's smallest seq), searched with ``bisect`` over
+its first m slots.  One list rather than three: a write copies one list per
+level, and leaves the collector one object to track instead of four.  A write
+copies the nodes on one root-to-leaf path (lists of at most ``3 * _MAX``
+references, copied at C speed) and shares the rest, so an insert or a delete
+costs O(log n) and leaves every earlier tree intact.  Nodes are never mutated
+once a tree holds them.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from operator import itemgetter
 from typing import Any
 
 Item = tuple[Any, ...]
 Probe = tuple[Any, Any]
 Leaf = list[Item]
-Branch = tuple[list[Any], list[Probe], list[int]]
+Branch = list[Any]  # highs + children + lows, m of each
 Node = Any  # Leaf or Branch: which one is known from the depth, kept loose for speed.
 
 # Node capacity: 64 keeps the copies on a write short while a 100,000-item
@@ -35,23 +39,45 @@ _SEQ = itemgetter(1)
 _BOTTOM: Probe = (-float("inf"), -1)  # below every probe
 
 
+def _branch(children: list[Node], highs: list[Probe], lows: list[int]) -> Branch:
+    """A branch of ``children``, given their largest probes and smallest seqs."""
+    return highs + children + lows
+
+
+def _parts(branch: Branch) -> tuple[list[Node], list[Probe], list[int]]:
+    """``(children, highs, lows)`` of ``branch``, as new lists."""
+    m = len(branch) // 3
+    return branch[m : 2 * m], branch[:m], branch[2 * m :]
+
+
+def _children(branch: Branch) -> list[Node]:
+    m = len(branch) // 3
+    return branch[m : 2 * m]
+
+
+def _size(node: Node, leaf: bool) -> int:
+    """How many items (a leaf) or children (a branch) ``node`` holds."""
+    return len(node) if leaf else len(node) // 3
+
+
 def _high(node: Node, leaf: bool) -> Probe:
     """The probe of the largest item under ``node``."""
     if leaf:
         item = node[-1]
         return (item[0], item[1])
-    high: Probe = node[1][-1]
+    high: Probe = node[len(node) // 3 - 1]
     return high
 
 
 def _low(node: Node, leaf: bool) -> int:
     """The smallest seq under ``node``."""
-    low: int = min(map(_SEQ, node)) if leaf else min(node[2])
+    low: int = min(map(_SEQ, node)) if leaf else min(node[2 * (len(node) // 3) :])
     return low
 
 
 def _pieces(parts: Any, leaf: bool) -> list[Node]:
-    """``parts`` (a leaf's items, or a branch's three lists) as one node, or two halves when over-full."""
+    """``parts`` (a leaf's items, or a branch's ``(children, highs, lows)``) as one node, or
+    two halves when over-full."""
     if leaf:
         if len(parts) <= _MAX:
             return [parts]
@@ -59,9 +85,9 @@ def _pieces(parts: Any, leaf: bool) -> list[Node]:
         return [parts[:mid], parts[mid:]]
     children, highs, lows = parts
     if len(children) <= _MAX:
-        return [parts]
+        return [_branch(children, highs, lows)]
     mid = len(children) // 2
-    return [(children[:mid], highs[:mid], lows[:mid]), (children[mid:], highs[mid:], lows[mid:])]
+    return [_branch(children[:mid], highs[:mid], lows[:mid]), _branch(children[mid:], highs[mid:], lows[mid:])]
 
 
 class Tree:
@@ -112,12 +138,12 @@ class Tree:
         seq = item[1]
         path = []
         for _ in range(self._height):
-            highs = node[1]
-            i = bisect_left(highs, probe)
-            if i == len(highs):
+            m = len(node) // 3
+            i = bisect_left(node, probe, 0, m)
+            if i == m:
                 i -= 1
             path.append((node, i))
-            node = node[0][i]
+            node = node[m + i]
         items = node.copy()
         j = bisect_right(items, probe)
         items.insert(j, item)
@@ -132,27 +158,30 @@ class Tree:
             sub, extra = items[:mid], items[mid:]
         leaf = True
         for branch, i in reversed(path):
-            children, highs, lows = branch[0].copy(), branch[1].copy(), branch[2].copy()
             if extra is None:
-                children[i] = sub
-                if probe > highs[i]:
-                    highs[i] = probe
-                if seq < lows[i]:
-                    lows[i] = seq
+                m = len(branch) // 3
+                new = branch.copy()
+                new[m + i] = sub
+                if probe > new[i]:
+                    new[i] = probe
+                if seq < new[2 * m + i]:
+                    new[2 * m + i] = seq
+                sub = new
             else:
+                children, highs, lows = _parts(branch)
                 children[i : i + 1] = (sub, extra)
                 highs[i : i + 1] = (_high(sub, leaf), _high(extra, leaf))
                 lows[i : i + 1] = (_low(sub, leaf), _low(extra, leaf))
-            if len(children) > _MAX:
-                mid = len(children) // 2
-                sub = (children[:mid], highs[:mid], lows[:mid])
-                extra = (children[mid:], highs[mid:], lows[mid:])
-            else:
-                sub, extra = (children, highs, lows), None
+                if len(children) > _MAX:
+                    mid = len(children) // 2
+                    sub = _branch(children[:mid], highs[:mid], lows[:mid])
+                    extra = _branch(children[mid:], highs[mid:], lows[mid:])
+                else:
+                    sub, extra = _branch(children, highs, lows), None
             leaf = False
         height = self._height
         if extra is not None:
-            sub = ([sub, extra], [_high(sub, leaf), _high(extra, leaf)], [_low(sub, leaf), _low(extra, leaf)])
+            sub = _branch([sub, extra], [_high(sub, leaf), _high(extra, leaf)], [_low(sub, leaf), _low(extra, leaf)])
             height += 1
         return self._make(sub, height, self._len + 1), before, after
 
@@ -163,12 +192,12 @@ class Tree:
             raise KeyError(probe)
         path = []
         for _ in range(self._height):
-            highs = node[1]
-            i = bisect_left(highs, probe)
-            if i == len(highs):
+            m = len(node) // 3
+            i = bisect_left(node, probe, 0, m)
+            if i == m:
                 raise KeyError(probe)
             path.append((node, i))
-            node = node[0][i]
+            node = node[m + i]
         j = bisect_left(node, probe)
         if j == len(node) or (node[j][0], node[j][1]) != probe:
             raise KeyError(probe)
@@ -176,34 +205,38 @@ class Tree:
         seq = probe[1]
         leaf = True
         for branch, i in reversed(path):
-            children, highs, lows = branch[0].copy(), branch[1].copy(), branch[2].copy()
-            if sub is None:
-                del children[i], highs[i], lows[i]
+            m = len(branch) // 3
+            if sub is None:  # the child went: drop its slot from each third
+                sub = branch[:i] + branch[i + 1 : m + i] + branch[m + i + 1 : 2 * m + i] + branch[2 * m + i + 1 :]
+                sub = sub or None
             else:
-                children[i] = sub
-                if highs[i] == probe:  # the largest item went: the child's high is the one before it
-                    highs[i] = _high(sub, leaf)
-                if lows[i] == seq:
-                    lows[i] = _low(sub, leaf)
-                if (len(sub) if leaf else len(sub[0])) < _MIN and len(children) > 1:
+                new = branch.copy()
+                new[m + i] = sub
+                if new[i] == probe:  # the largest item went: the child's high is the one before it
+                    new[i] = _high(sub, leaf)
+                if new[2 * m + i] == seq:
+                    new[2 * m + i] = _low(sub, leaf)
+                if _size(sub, leaf) < _MIN and m > 1:
                     # Merge the thin child with a neighbour (splitting again if that over-fills).
+                    children, highs, lows = _parts(new)
                     lo = i - 1 if i else i
                     a, b = children[lo], children[lo + 1]
-                    parts = a + b if leaf else (a[0] + b[0], a[1] + b[1], a[2] + b[2])
+                    parts = a + b if leaf else tuple(map(list.__add__, _parts(a), _parts(b)))
                     merged = _pieces(parts, leaf)
                     children[lo : lo + 2] = merged
-                    highs[lo : lo + 2] = [_high(m, leaf) for m in merged]
-                    lows[lo : lo + 2] = [_low(m, leaf) for m in merged]
-            sub = (children, highs, lows) if children else None
+                    highs[lo : lo + 2] = [_high(c, leaf) for c in merged]
+                    lows[lo : lo + 2] = [_low(c, leaf) for c in merged]
+                    new = _branch(children, highs, lows)
+                sub = new
             leaf = False
         height = self._height
-        while sub is not None and height and len(sub[0]) == 1:
-            sub = sub[0][0]
+        while sub is not None and height and len(sub) == 3:  # a root of one child: the child is the root
+            sub = sub[1]
             height -= 1
         return self._make(sub, height if sub is not None else 0, self._len - 1)
 
     def edited(
-        self, gone: set[int], replaced: dict[int, Any], added: list[Item]
+        self, gone: AbstractSet[int], replaced: dict[int, Any], added: list[Item]
     ) -> tuple[Tree, list[list[Item]], list[Item]]:
         """Many writes in one pass: without the items whose seq is in ``gone``, the payload of
         those whose seq is in ``replaced`` swapped for ``replaced[seq]`` (key and seq kept), and
@@ -274,11 +307,11 @@ class Tree:
         if node is None:
             return None
         for _ in range(self._height):
-            highs = node[1]
-            i = bisect_left(highs, probe)
-            if i == len(highs):
+            m = len(node) // 3
+            i = bisect_left(node, probe, 0, m)
+            if i == m:
                 return None
-            node = node[0][i]
+            node = node[m + i]
         j = bisect_left(node, probe)
         found: Item | None = node[j] if j < len(node) else None
         return found
@@ -293,7 +326,7 @@ class Tree:
         if node is None:
             return None
         for _ in range(self._height):
-            node = node[0][0]
+            node = node[len(node) // 3]
         first: Item = node[0]
         return first
 
@@ -320,7 +353,7 @@ def _iter_desc(node: Node, height: int) -> Iterator[Item]:
     if not height:
         yield from reversed(node)
     else:
-        for child in reversed(node[0]):
+        for child in reversed(_children(node)):
             yield from _iter_desc(child, height - 1)
 
 
@@ -329,11 +362,11 @@ def _iter_desc_below(node: Node, height: int, probe: Probe) -> Iterator[Item]:
     if not height:
         yield from reversed(node[: bisect_left(node, probe)])
         return
-    i = bisect_left(node[1], probe)  # children before i lie wholly below probe
-    children = node[0]
-    if i < len(children):
-        yield from _iter_desc_below(children[i], height - 1, probe)
-    for child in reversed(children[:i]):
+    m = len(node) // 3
+    i = bisect_left(node, probe, 0, m)  # children before i lie wholly below probe
+    if i < m:
+        yield from _iter_desc_below(node[m + i], height - 1, probe)
+    for child in reversed(node[m : m + i]):
         yield from _iter_desc(child, height - 1)
 
 
@@ -342,11 +375,11 @@ def _iter_from(node: Node, height: int, probe: Probe) -> Iterator[Item]:
     if not height:
         yield from node[bisect_left(node, probe) :]
         return
-    i = bisect_left(node[1], probe)
-    children = node[0]
-    if i < len(children):
-        yield from _iter_from(children[i], height - 1, probe)
-        for child in children[i + 1 :]:
+    m = len(node) // 3
+    i = bisect_left(node, probe, 0, m)
+    if i < m:
+        yield from _iter_from(node[m + i], height - 1, probe)
+        for child in node[m + i + 1 : 2 * m]:
             yield from _iter_from(child, height - 1, _BOTTOM)
 
 
@@ -354,7 +387,7 @@ def _collect(node: Node, height: int, out: list[Item]) -> None:
     if not height:
         out.extend(node)
     else:
-        for child in node[0]:
+        for child in _children(node):
             _collect(child, height - 1, out)
 
 
@@ -362,19 +395,20 @@ def _collect_from(node: Node, height: int, probe: Probe, out: list[Item]) -> Non
     if not height:
         out.extend(node[bisect_left(node, probe) :])
         return
-    i = bisect_left(node[1], probe)
-    children = node[0]
-    if i < len(children):
-        _collect_from(children[i], height - 1, probe, out)
-        for child in children[i + 1 :]:
+    m = len(node) // 3
+    i = bisect_left(node, probe, 0, m)
+    if i < m:
+        _collect_from(node[m + i], height - 1, probe, out)
+        for child in node[m + i + 1 : 2 * m]:
             _collect(child, height - 1, out)
 
 
 def _earliest(node: Node, height: int) -> Item:
     """The item with the smallest seq under ``node``."""
     for _ in range(height):
-        lows = node[2]
-        node = node[0][lows.index(min(lows))]
+        m = len(node) // 3
+        lows = node[2 * m :]
+        node = node[m + lows.index(min(lows))]
     earliest: Item = min(node, key=_SEQ)
     return earliest
 
@@ -384,7 +418,7 @@ def _earliest_in(node: Node, height: int, lo: Probe, hi: Probe) -> Item | None:
     if not height:
         i, j = bisect_left(node, lo), bisect_left(node, hi)
         return min(node[i:j], key=_SEQ) if i < j else None
-    children, highs, lows = node
+    children, highs, lows = _parts(node)
     i = bisect_left(highs, lo)  # the first child holding anything >= lo
     if i == len(children):
         return None
@@ -409,11 +443,12 @@ def _leaf_level(root: Node, height: int) -> tuple[list[Leaf], list[Probe], list[
         return [root], [_high(root, True)], [_low(root, True)]
     nodes = [root]
     for _ in range(height - 1):
-        nodes = [child for node in nodes for child in node[0]]
+        nodes = [child for node in nodes for child in _children(node)]
+    parts = list(map(_parts, nodes))
     return (
-        [leaf for node in nodes for leaf in node[0]],
-        [high for node in nodes for high in node[1]],
-        [low for node in nodes for low in node[2]],
+        [leaf for children, _, _ in parts for leaf in children],
+        [high for _, highs, _ in parts for high in highs],
+        [low for _, _, lows in parts for low in lows],
     )
 
 
@@ -458,7 +493,7 @@ def _rebuilt(leaves: list[Leaf], highs: list[Probe], lows: list[int]) -> Tree:
         node_lows: list[int] = []
         for i in range(0, len(level), step):
             group_highs, group_lows = level_highs[i : i + step], level_lows[i : i + step]
-            nodes.append((level[i : i + step], group_highs, group_lows))
+            nodes.append(_branch(level[i : i + step], group_highs, group_lows))
             node_highs.append(group_highs[-1])
             node_lows.append(min(group_lows))
         level, level_highs, level_lows = nodes, node_highs, node_lows
@@ -474,7 +509,7 @@ def _build(items: list[Item]) -> tuple[Node, int]:
     height = 0
     while len(level) > 1:
         level = [
-            (group, [_high(c, leaf) for c in group], [_low(c, leaf) for c in group])
+            _branch(group, [_high(c, leaf) for c in group], [_low(c, leaf) for c in group])
             for group in (level[i : i + step] for i in range(0, len(level), step))
         ]
         leaf = False

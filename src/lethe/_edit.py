@@ -89,7 +89,7 @@ class Edit(Generic[K, V]):
             changed += added.items()
             self.entries = entries.edited([e.key for e in removed], changed, len(added))
             self.ranking = self.ranking.edited(
-                {e.seq for e in removed}, {old.seq: new for old, new in replaced}, list(added.values())
+                {e.seq: e for e in removed}, {old.seq: new for old, new in replaced}, list(added.values())
             )
         deadlines = self.deadlines
         # Most entries have no deadline: only those that have one cost a call.

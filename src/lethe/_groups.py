@@ -30,7 +30,7 @@ entries underflowed to 0.0) is read run by run: correct, and O(runs).
 
 Groups must stay few: past :data:`MAX_GROUPS` live groups (an ``AccessWeighted``
 memory rehearsed into many access counts, a user function with a group per
-entry) the ranking becomes :data:`~lethe._ranking.SCAN` for good (a memory
+entry) the ranking becomes :class:`~lethe._ranking.Scan` for good (a memory
 built again, ``configure`` or ``from_dict``, indexes anew).  A group emptied by
 removals is dropped, so only live groups count.
 """
@@ -38,7 +38,7 @@ removals is dropped, so only live groups count.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from datetime import datetime
 from heapq import heappop, heappush
 from itertools import islice
@@ -47,7 +47,7 @@ from typing import Any
 from lethe._btree import Tree
 from lethe._entry import Entry
 from lethe._map import PersistentMap
-from lethe._ranking import SCAN, Ranking
+from lethe._ranking import Ranking, Scan
 from lethe._scoring import Scorer, clamp
 
 Entries = PersistentMap[Any, Entry[Any, Any]]
@@ -88,7 +88,7 @@ class Groups:
 
     def _with(self, groups: dict[Hashable, Tree], pinned: Tree) -> Ranking:
         if len(groups) > MAX_GROUPS:
-            return SCAN
+            return Scan(len(pinned))
         new: Groups = object.__new__(Groups)
         new.scorer = self.scorer
         new.rank_key = self.rank_key
@@ -132,6 +132,7 @@ class Groups:
         rank_key = self.rank_key
         pinned: list[tuple[float, int, Entry[Any, Any]]] = []
         lists: dict[Hashable, list[tuple[Any, int, Entry[Any, Any]]]] = {}
+        entries = iter(entries)  # on to a scan midway: the rest counted from where it stopped
         for e in entries:
             if e.pinned:
                 pinned.append((0.0, e.seq, e))
@@ -139,8 +140,8 @@ class Groups:
             group, key = rank_key(e)
             items = lists.get(group)
             if items is None:
-                if len(lists) == MAX_GROUPS:
-                    return SCAN
+                if len(lists) == MAX_GROUPS:  # a scan from here on (``e`` is not pinned)
+                    return Scan(len(pinned) + sum(e.pinned for e in entries))
                 lists[group] = items = []
             items.append((key, e.seq, e))
         groups: dict[Hashable, Tree] = {}
@@ -151,7 +152,7 @@ class Groups:
         return self._with(groups, Tree(pinned))
 
     def edited(
-        self, gone: set[int], replaced: dict[int, Entry[Any, Any]], added: list[Entry[Any, Any]]
+        self, gone: Mapping[int, Entry[Any, Any]], replaced: dict[int, Entry[Any, Any]], added: list[Entry[Any, Any]]
     ) -> Ranking:
         """Many changes in bulk: rebuilt from the surviving entries, taken group by group in key
         order (so the sorts run in near-linear time), with their replacements and ``added``."""

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from heapq import heappop, heappush
 from itertools import chain, compress, islice
@@ -203,7 +203,7 @@ class Order:
         return new
 
     def edited(
-        self, gone: set[int], replaced: dict[int, Entry[Any, Any]], added: list[Entry[Any, Any]]
+        self, gone: Mapping[int, Entry[Any, Any]], replaced: dict[int, Entry[Any, Any]], added: list[Entry[Any, Any]]
     ) -> Order:
         """The index without the entries whose seq is in ``gone``, with ``replaced`` entries
         (same key, same seq) swapped in and ``added`` ones inserted: O(n + m log m), in bulk.
@@ -217,7 +217,7 @@ class Order:
 
         key = self.key
         fresh = sorted((key(e), e.seq, e) for e in added)
-        keys, windows, olds = self.keys.edited(gone, replaced, fresh)
+        keys, windows, olds = self.keys.edited(gone.keys(), replaced, fresh)
         mixed = self.mixed
         # A replacement keeps its key; should it not score as its old self, its run may be mixed now.
         changed = {k for k, seq, old in olds if abs(k) != _INF and not _same(old, replaced[seq])}

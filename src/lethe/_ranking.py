@@ -19,7 +19,7 @@ entries first, then by rank value, equal values latest put first.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from itertools import compress, islice
 from operator import attrgetter, eq
@@ -51,9 +51,10 @@ class Ranking(Protocol):
         """A ranking of ``entries`` alone (``origin_us``: the latest clock reading, or NaN)."""
 
     def edited(
-        self, gone: set[int], replaced: dict[int, Entry[Any, Any]], added: list[Entry[Any, Any]]
+        self, gone: Mapping[int, Entry[Any, Any]], replaced: dict[int, Entry[Any, Any]], added: list[Entry[Any, Any]]
     ) -> Ranking:
-        """Many changes in bulk: without the seqs in ``gone``, ``replaced`` swapped in by seq, ``added`` added."""
+        """Many changes in bulk: without the entries of ``gone`` (by seq), ``replaced`` swapped in by
+        seq (each keeps its key, seq and pinning), ``added`` added."""
 
     def ranked(self, entries: Entries, scorer: Scorer, now: datetime, now_us: float) -> Iterator[Entry[Any, Any]]:
         """Every entry not expired at ``now_us``, in rank order (lazily where the strategy can)."""
@@ -82,24 +83,31 @@ class Ranking(Protocol):
 
 
 class Scan:
-    """The ranking that keeps nothing: every query scores every entry, O(n)."""
+    """The ranking that keeps nothing but how many entries are pinned: every query scores
+    every entry, O(n).  (The count spares the queries a pass over every entry when none is.)"""
 
-    __slots__ = ()
+    __slots__ = ("pinned",)
+
+    def __init__(self, pinned: int = 0) -> None:
+        self.pinned = pinned
 
     def add(self, entry: Entry[Any, Any]) -> Scan:
-        return self
+        return Scan(self.pinned + 1) if entry.pinned else self
 
     def remove(self, entry: Entry[Any, Any]) -> Scan:
-        return self
+        return Scan(self.pinned - 1) if entry.pinned else self
 
     def swap(self, old: Entry[Any, Any], new: Entry[Any, Any]) -> Scan:
-        return self
+        return self if old.pinned == new.pinned else Scan(self.pinned + (1 if new.pinned else -1))
 
     def rebuilt(self, entries: Iterable[Entry[Any, Any]], origin_us: float) -> Scan:
-        return self
+        return Scan(sum(map(_PINNED, entries)))
 
-    def edited(self, gone: set[int], replaced: dict[int, Entry[Any, Any]], added: list[Entry[Any, Any]]) -> Scan:
-        return self
+    def edited(
+        self, gone: Mapping[int, Entry[Any, Any]], replaced: dict[int, Entry[Any, Any]], added: list[Entry[Any, Any]]
+    ) -> Scan:
+        change = sum(map(_PINNED, added)) - sum(map(_PINNED, gone.values()))
+        return Scan(self.pinned + change) if change else self
 
     def ranked(self, entries: Entries, scorer: Scorer, now: datetime, now_us: float) -> Iterator[Entry[Any, Any]]:
         pinned, rest = self.at_least(entries, 0.0, now_us)
@@ -112,7 +120,7 @@ class Scan:
         live = entries.to_list()
         if may_expire and any_deadline(live):  # the memory knows when none may: no pass over every entry
             live = [e for e in live if not expired(e, now_us)]
-        if any(map(_PINNED, live)):
+        if self.pinned:
             pinned = sorted((e for e in live if e.pinned), key=_SEQ, reverse=True)
             if len(pinned) >= n:
                 return pinned[:n]
@@ -125,22 +133,24 @@ class Scan:
         self, entries: Entries, limit: float, now_us: float
     ) -> tuple[list[Entry[Any, Any]], list[Entry[Any, Any]]]:
         everything = entries.to_list()
-        pinned = [e for e in everything if e.pinned]
-        return pinned, ([e for e in everything if not e.pinned] if pinned else everything)
+        if not self.pinned:
+            return [], everything
+        return [e for e in everything if e.pinned], [e for e in everything if not e.pinned]
 
     def below(
         self, entries: Entries, scorer: Scorer, limit: float, now: datetime, now_us: float
     ) -> list[Entry[Any, Any]]:
-        return [e for e in entries.to_list() if not e.pinned]
+        return self.soonest(entries)
 
     def lowest(self, entries: Entries, scorer: Scorer, now: datetime, now_us: float) -> Entry[Any, Any] | None:
         return scorer.lowest(entries.to_list(), now, now_us)
 
     def soonest(self, entries: Entries) -> list[Entry[Any, Any]]:
-        return [e for e in entries.to_list() if not e.pinned]
+        everything = entries.to_list()
+        return [e for e in everything if not e.pinned] if self.pinned else everything
 
     def __repr__(self) -> str:
-        return "Scan()"
+        return f"Scan(pinned={self.pinned})"
 
 
 SCAN = Scan()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from itertools import compress, repeat
 from math import isfinite
-from operator import attrgetter, mul
+from operator import attrgetter
 from typing import Any
 
 from lethe._entry import Entry
@@ -13,7 +13,6 @@ from lethe._expiry import any_deadline
 from lethe.decay._adapter import Adapter, check_decay_function, checked_score
 from lethe.decay._registry import by_name
 
-_IMPORTANCE = attrgetter("importance")
 _SEQ = attrgetter("seq")
 _FLOATS = {float}
 
@@ -61,15 +60,21 @@ class Scorer(Adapter):
             if not live and any_deadline(entries):
                 unclamped = self.unclamped
                 return [unclamped(e, now, now_us) for e in entries]
-            # One call per entry and checks over the whole list (in C), as a bare score loop would.
-            got = list(map(self._call, entries, repeat(now)))
-            if got and not (set(map(type, got)) == _FLOATS and all(map(isfinite, got))):
-                where = self.where
-                got = [
-                    v if type(v) is float and v - v == 0.0 else checked_score(v, e.key, where)
-                    for v, e in zip(got, entries)
-                ]
-            return list(map(mul, got, map(_IMPORTANCE, entries))) if self.multiply else got
+            call = self._call
+            if not self.multiply:
+                # One call per entry and checks over the whole list (in C), as a bare score loop would.
+                got = list(map(call, entries, repeat(now)))
+                if got and not (set(map(type, got)) == _FLOATS and all(map(isfinite, got))):
+                    got = [self._checked(v, e) for v, e in zip(got, entries)]
+                return got
+            # The product in the same pass as the call, while the entry is at hand (a second pass
+            # over n entries scattered in memory costs half as much again as the calls); anything
+            # but a finite float goes through the check, which raises or converts it.
+            checked = self._checked
+            return [
+                v * e.importance if type(v := call(e, now)) is float and v - v == 0.0 else checked(v, e) * e.importance
+                for e in entries
+            ]
         out: list[float] = []
         append = out.append
         multiply = self.multiply
@@ -80,6 +85,12 @@ class Scorer(Adapter):
             else:
                 append(raw(e, now_us) * e.importance if multiply else raw(e, now_us))
         return out
+
+    def _checked(self, value: object, entry: Entry[Any, Any]) -> float:
+        """A custom function's ``value`` for ``entry`` as a finite float, or the error naming its key."""
+        if type(value) is float and value - value == 0.0:
+            return value
+        return checked_score(value, entry.key, self.where)
 
     def lowest(self, entries: list[Entry[Any, Any]], now: datetime, now_us: float) -> Entry[Any, Any] | None:
         """The unpinned entry that ranks last: lowest rank value, then earliest put."""
