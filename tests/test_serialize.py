@@ -159,3 +159,55 @@ def test_instants_keep_their_text_when_entries_share_one(clock: ManualClock) -> 
     back = Memory.from_dict(data).to_dict()["entries"]
     assert [e["inserted_at"] for e in back] == ["2026-01-01T12:00:00+00:00", "2026-01-01T14:00:00+02:00"]
     assert back == data["entries"]
+
+
+def _actr_document(clock: ManualClock) -> dict[str, Any]:
+    """Four entries (ACT-R: each holds its access times), the latest reading one hour in."""
+    mem: Memory[Any, Any] = Memory(max_entries=10, decay_fn="actr", half_life=600, clock_fn=clock)
+    for k in "abcd":
+        mem = mem.put(k, key=k)
+        clock.advance(600)
+    return json.loads(json.dumps(mem.to_dict()))  # type: ignore[no-any-return]
+
+
+LATER = "2027-01-01T00:00:00+00:00"  # after the document's latest reading
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({2: {"key": "a"}}, r"^entries\[2\]\.key: duplicate key 'a'$"),
+        ({1: {"seq": 3}}, r"^entries\[3\]\.seq: duplicate seq 3$"),
+        ({1: {"seq": 3}, 3: {"key": "a"}}, r"^entries\[3\]\.key: duplicate key 'a'$"),
+        ({1: {"key": "c", "seq": 0}}, r"^entries\[1\]\.seq: duplicate seq 0$"),
+        ({3: {"inserted_at": LATER, "last_accessed_at": LATER}, 1: {"last_accessed_at": LATER}},
+         r"^entries\[1\]\.last_accessed_at: after the latest clock reading"),
+        ({2: {"inserted_at": LATER, "last_accessed_at": LATER}}, r"^entries\[2\]\.inserted_at: after the latest"),
+        ({3: {"last_accessed_at": LATER}, 1: {"decay_state": [4e15]}},
+         r"^entries\[1\]\.decay_state: an access time after"),
+        ({2: {"decay_state": [0.0]}, 3: {"decay_state": [4e15]}}, r"^entries\[2\]\.decay_state: an access time before"),
+    ],
+    ids=["key", "seq", "key before seq", "key and seq", "instants", "inserted_at", "state after", "state before"],
+)
+def test_whole_document_checks_name_the_first_entry_at_fault(
+    clock: ManualClock, changes: dict[int, dict[str, Any]], message: str
+) -> None:
+    data = _actr_document(clock)
+    for i, fields in changes.items():
+        data["entries"][i].update(fields)
+    with pytest.raises(ValueError, match=message):
+        Memory.from_dict(data, clock_fn=clock)
+
+
+def test_a_loaded_memory_ranks_as_the_one_it_was_saved_from(clock: ManualClock) -> None:
+    mem: Memory[Any, Any] = Memory(max_entries=50, half_life=600, clock_fn=clock)
+    for i in range(40):
+        mem = mem.put(i, key=f"k{i}", importance=(0.5, 1.0, 2.0, 0.0)[i % 4], pinned=i % 7 == 0)
+        clock.advance(30)
+        if i % 3 == 0:
+            mem = mem.touch(f"k{i // 2}")
+    back = Memory.from_dict(json.loads(json.dumps(mem.to_dict())), clock_fn=clock)
+    assert back.scored() == mem.scored()
+    assert back.top(7) == mem.top(7)
+    assert back.put("new", key="new").top(50) == mem.put("new", key="new").top(50)
+    assert pickle.loads(pickle.dumps(mem)).scored() == mem.scored()

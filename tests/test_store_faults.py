@@ -372,6 +372,28 @@ def test_postgres_commit_whose_reply_is_lost_is_applied_once(
     store.close()
 
 
+@pytest.mark.parametrize("mode", ["reply", "request"])
+def test_postgres_probe_cut_before_its_rollback_still_answers(
+    postgres_dsn: str, postgres_proxy: Proxy, clock: ManualClock, mode: str
+) -> None:
+    # A lost reply sends the store to ask a new session whether the commit went in; that probe is
+    # rolled back when it is done.  Its connection cut at that rollback (once its answer is read)
+    # must not surface psycopg's own rollback signal: the answer stands (regression).
+    store = _postgres_store(_pg_dsn(postgres_dsn, postgres_proxy))
+    shared = Shared(store, "bot", _template(clock))
+    shared.update(lambda m: m.put("a", key="a"))
+    postgres_proxy.arm(PG_COMMIT, mode)
+    postgres_proxy.arm(b"ROLLBACK", "request")
+    ran: list[str] = []
+    committed = shared.update(_put("b", ran))
+    assert postgres_proxy.cuts == 2
+    assert len(ran) == (1 if mode == "reply" else 2)  # applied once either way
+    assert [v for v, _ in _log(postgres_dsn)] == [1, 2]
+    with _postgres_store(postgres_dsn) as direct:
+        assert Shared(direct, "bot", _template(clock)).current() == committed
+    store.close()
+
+
 def test_postgres_commit_unknown_when_the_server_stays_unreachable(
     postgres_dsn: str, postgres_proxy: Proxy, clock: ManualClock
 ) -> None:

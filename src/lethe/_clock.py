@@ -49,6 +49,12 @@ def to_us(moment: _dt.datetime, name: str = "now") -> float:
     return float((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds)
 
 
+def aware_us(moment: _dt.datetime) -> float:
+    """:func:`to_us` of a datetime already known to be aware (a parsed document's instants)."""
+    delta = moment - _EPOCH
+    return float((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds)
+
+
 def to_utc(moment: _dt.datetime, name: str) -> _dt.datetime:
     """``moment`` (aware) as a UTC datetime: the same instant, read on UTC's clock.
 

@@ -13,7 +13,7 @@ from typing import Any, Generic, TypeVar, overload
 from lethe import _expiry, _forecast
 from lethe._btree import Tree
 from lethe._change import Change, between
-from lethe._clock import MAX_US, UTC, from_us, to_us, to_utc, utc_now
+from lethe._clock import MAX_US, UTC, aware_us, from_us, to_us, to_utc, utc_now
 from lethe._config import FIELDS, ONE_HOUR, Config, build
 from lethe._consolidate import find_groups, jaccard_words, merge_group
 from lethe._edit import Edit
@@ -308,11 +308,13 @@ class Memory(_Version[K, V]):
     def _fill(self, config: Config, snapshot: Snapshot) -> None:
         """Make this (new) memory hold ``snapshot`` under ``config``: the one rebuild path
         (construction, ``configure``, unpickling, ``from_dict``), re-indexing every entry."""
-        entries, next_key, next_seq, latest, latest_us = snapshot
+        entries, next_key, next_seq, latest, latest_us, built = snapshot
+        # (a list of as many entries as the map holds, the map made from it: the same entries)
+        listed = built if built is not None and len(built) == len(entries) else entries.to_list()
         _set_config(self, config)
         _set_entries(self, entries)
-        _set_ranking(self, config.ranking.rebuilt(entries.values(), latest_us if latest_us > _NEVER else math.nan))
-        _set_deadlines(self, _expiry.built(entries.values()) if entries else _expiry.NONE)
+        _set_ranking(self, config.ranking.rebuilt(listed, latest_us if latest_us > _NEVER else math.nan))
+        _set_deadlines(self, _expiry.built(listed) if listed else _expiry.NONE)
         _set_evicted(self, ())
         _set_next_key(self, next_key)
         _set_next_seq(self, next_seq)
@@ -410,12 +412,13 @@ class Memory(_Version[K, V]):
         """
         clock = self._config.clock_fn
         now = utc_now() if clock is None else clock()
-        now_us = to_us(now, "clock_fn()")
+        utc = type(now) is datetime and now.tzinfo is UTC  # what clocks return: nothing to check
+        now_us = aware_us(now) if utc else to_us(now, "clock_fn()")
         if now_us < self._latest_us:
             latest = self._latest
             assert latest is not None
             return latest, self._latest_us
-        if now.tzinfo is not UTC:
+        if not utc and now.tzinfo is not UTC:
             now = to_utc(now, "clock_fn()")
         return now, now_us
 
@@ -1358,7 +1361,8 @@ def _same_value(a: object, b: object) -> bool:
 def _unpickle(config: dict[str, Any], state: tuple[Any, ...]) -> Memory[Any, Any]:
     entries, next_key, next_seq, latest, latest_us = state
     with paused():
-        snapshot = Snapshot(EMPTY.update({e.key: e for e in entries}), next_key, next_seq, latest, latest_us)
+        built = list(entries)
+        snapshot = Snapshot(EMPTY.update({e.key: e for e in built}), next_key, next_seq, latest, latest_us, built)
         return Memory._restored(build(config), snapshot)
 
 

@@ -14,9 +14,11 @@ import math
 import warnings
 from collections.abc import Callable, Mapping
 from datetime import datetime
+from itertools import compress, repeat
+from operator import attrgetter, is_not
 from typing import Any
 
-from lethe._clock import to_us, utc_now
+from lethe._clock import aware_us, to_us, utc_now
 from lethe._config import ONE_HOUR, Config, build, unchosen_half_life
 from lethe._entry import EMPTY_METADATA, Entry, check_importance, evolve, freeze_metadata, make_entry
 from lethe._errors import ClockWarning
@@ -52,6 +54,11 @@ _MEMORY_FIELDS = frozenset(
         "entries",
     }
 )
+_KEY = attrgetter("key")
+_SEQ = attrgetter("seq")
+_STATE = attrgetter("decay_state")
+_INSERTED_US = attrgetter("inserted_us")
+_ACCESSED_US = attrgetter("accessed_us")
 _ENTRY_FIELDS = frozenset(
     {
         "key",
@@ -232,7 +239,7 @@ def _time(value: Any, where: str) -> tuple[datetime, float]:
     text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
     try:
         moment = datetime.fromisoformat(text)
-        us = to_us(moment, where)
+        us = aware_us(moment) if moment.utcoffset() is not None else to_us(moment, where)  # (naive: raises)
     except (ValueError, TypeError, OverflowError) as exc:
         raise ValueError(f"{where}: not an aware ISO-8601 time: {exc}") from None
     return moment, us
@@ -387,16 +394,19 @@ def _entry(raw: Any, i: int, decay_fn: Any, same_fn: bool, moments: dict[str, Mo
     """Entry ``i`` of a document; ``same_fn``: whether ``decay_fn`` wrote its ``decay_state``;
     ``moments``: the instants parsed so far, by their text (entries put together share one)."""
     where = f"entries[{i}]."
-    if not isinstance(raw, Mapping):
+    if type(raw) is not dict and not isinstance(raw, Mapping):  # (a dict, from JSON: no ABC check)
         raise ValueError(f"entries[{i}]: expected an object, got {type(raw).__name__}")
-    _exact(raw, _ENTRY_FIELDS, where)
+    if raw.keys() != _ENTRY_FIELDS:
+        _exact(raw, _ENTRY_FIELDS, where)
     expires = raw["expires_at"]
+    inserted, accessed = raw["inserted_at"], raw["last_accessed_at"]
     return checked_entry(
         where,
         raw["key"],
         raw["value"],
-        _moment(raw["inserted_at"], moments, where, "inserted_at"),
-        _moment(raw["last_accessed_at"], moments, where, "last_accessed_at"),
+        # An instant parsed before, looked up here (most are); else parsed, or reported, by _moment.
+        (type(inserted) is str and moments.get(inserted)) or _moment(inserted, moments, where, "inserted_at"),
+        (type(accessed) is str and moments.get(accessed)) or _moment(accessed, moments, where, "last_accessed_at"),
         raw["access_count"],
         raw["pinned"],
         raw["importance"],
@@ -430,19 +440,25 @@ def check_entries(
     Raises:
         ValueError: naming the entry (``entries[i]``) and the field.
     """
-    keys: set[Any] = set()
-    seqs: set[int] = set()
-    for i, e in enumerate(built):
-        if e.key in keys:
-            raise ValueError(f"entries[{i}].key: duplicate key {_short(e.key)}")
-        if e.seq in seqs:
-            raise ValueError(f"entries[{i}].seq: duplicate seq {_short(e.seq)}")
-        keys.add(e.key)
-        seqs.add(e.seq)
+    # Each check runs over the whole list at C speed; the loop that names the first culprit
+    # runs only when there is one.
+    seqs = set(map(_SEQ, built))
+    if len(seqs) < len(built) or len(set(map(_KEY, built))) < len(built):
+        keys: set[Any] = set()
+        seen_seqs: set[int] = set()
+        for i, e in enumerate(built):
+            if e.key in keys:
+                raise ValueError(f"entries[{i}].key: duplicate key {_short(e.key)}")
+            if e.seq in seen_seqs:
+                raise ValueError(f"entries[{i}].seq: duplicate seq {_short(e.seq)}")
+            keys.add(e.key)
+            seen_seqs.add(e.seq)
     if next_seq is not None and seqs and next_seq <= max(seqs):
         raise ValueError(f"next_seq: must be greater than every entry's seq, got {_short(next_seq)}")
     seen = "none" if latest is None else latest.isoformat()
-    for i, e in enumerate(built):
+    late = built and max(max(map(_INSERTED_US, built)), max(map(_ACCESSED_US, built))) > latest_us
+    for i in range(len(built)) if late else compress(range(len(built)), map(is_not, map(_STATE, built), repeat(None))):
+        e = built[i]
         for name, us in (("inserted_at", e.inserted_us), ("last_accessed_at", e.accessed_us)):
             if us > latest_us:
                 raise ValueError(f"entries[{i}].{name}: after the latest clock reading ({seen})")
@@ -606,4 +622,4 @@ def memory_from_dict(
                 ),
                 stacklevel=3,
             )
-    return cfg, Snapshot(entries, next_key, next_seq, latest, latest_us)
+    return cfg, Snapshot(entries, next_key, next_seq, latest, latest_us, built)

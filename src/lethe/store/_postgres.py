@@ -413,9 +413,14 @@ class PostgresStore:
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = %s AND backend_start = %s", sent_on
             )
             mine = False
-            with conn.transaction() as probe:
+            # Rolled back at the end whatever happens: the probe writes nothing.  (Not by raising
+            # ``psycopg.Rollback``: when the connection breaks after the probe's last reply,
+            # psycopg cannot roll back and lets that exception through.  The answer stands, though:
+            # it was read after the commit in question had ended, and the broken session's
+            # transaction ends with it.)
+            with conn.transaction(force_rollback=True):
                 # Inserting the same log row waits until the transaction that may hold it ends; then
-                # the row is there if and only if it was committed.  Rolled back: writes nothing.
+                # the row is there if and only if it was committed.
                 free = conn.execute(
                     "INSERT INTO lethe_log (name, version, head, record, op) VALUES (%s, %s, '', '', '')"
                     " ON CONFLICT (name, version) DO NOTHING RETURNING version",
@@ -426,7 +431,6 @@ class PostgresStore:
                         "SELECT op FROM lethe_log WHERE name = %s AND version = %s", (name, version)
                     ).fetchone()
                     mine = found is not None and found[0] == operation
-                raise psycopg.Rollback(probe)
             return mine
 
         deadline: float | None = None

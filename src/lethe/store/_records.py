@@ -244,7 +244,7 @@ def snapshot(head_text: str, rows: Sequence[str], decay_fn: Any, max_entries: in
     for start in range(0, len(rows), _CHUNK):
         built += _entries(_parsed_rows(rows, start), "entries", decay_fn, start)
     check_entries(built, next_seq, latest, latest_us, decay_fn)
-    return Snapshot(EMPTY.update({e.key: e for e in built}), next_key, next_seq, latest, latest_us), tip
+    return Snapshot(EMPTY.update({e.key: e for e in built}), next_key, next_seq, latest, latest_us, built), tip
 
 
 def change(text: str, decay_fn: Any, *, evicted: bool = True) -> tuple[Change, str | None, str | None]:
