@@ -14,7 +14,9 @@ into an empty memory, 2,000 chained puts of new keys below capacity and at capac
 one), 2,000 chained rehearsals (``get``), ``top(10)``, ``evict()`` of the third below a threshold,
 ``to_dict()`` and ``Memory.from_dict()`` of the whole memory.  Memory: the process's resident set
 (``/proc/self/statm``) before and after the build, and the objects the garbage collector tracks,
-each divided by n.  Medians over rounds, the collector on.
+each divided by n, and the time of one full collection of the process.  Medians over rounds, the
+collector on; every sample starts after a full collection, so that the one a bulk operation defers
+(it holds the collector back while it builds) lands on no other operation's figure.
 
 **The peers** (fademem, lethe-agent, agentic-memory-ai, cognitive-memory, memory-decay) run through
 ``peers.py``'s workload at the same sizes: one insert, a keyed read, a top 10 by decayed score, a
@@ -84,6 +86,9 @@ def lethe_at(n: int, rounds: int) -> dict[str, Any]:
     gc.collect()
     resident = (_resident_bytes() - resident_before) / n
     tracked = (len(gc.get_objects()) - objects_before) / n
+    t0 = time.perf_counter_ns()
+    gc.collect()  # the memory settled: what one full collection of this process costs
+    full_collection = time.perf_counter_ns() - t0
     built_at = clock.now
     full = base.configure(max_entries=n)
     clock.set(built_at)  # every timed operation runs at this reading: the threshold is chosen at it too
@@ -128,6 +133,9 @@ def lethe_at(n: int, rounds: int) -> dict[str, Any]:
         names = list(cases)
         names = names[r % len(names) :] + names[: r % len(names)]  # rotated, as the suite's rounds
         for name in names:
+            # Bulk work holds the collector back, and the full collection it defers (seconds at
+            # 1M) would land on whichever sample comes next: every sample starts collected.
+            gc.collect()
             samples[name].append(cases[name]())
     return {
         "n": n,
@@ -135,6 +143,7 @@ def lethe_at(n: int, rounds: int) -> dict[str, Any]:
         "median_ns": {name: statistics.median(s) for name, s in samples.items()},
         "resident_bytes_per_entry": resident,
         "gc_objects_per_entry": tracked,
+        "full_collection_ns": full_collection,
         "evicted": evicted,
     }
 
@@ -213,6 +222,7 @@ def report(result: dict[str, Any]) -> str:
     for key, label, cell in (
         ("resident_bytes_per_entry", "resident bytes per entry", lambda v: f"{v:,.0f} B"),
         ("gc_objects_per_entry", "GC-tracked objects per entry", lambda v: f"{v:.2f}"),
+        ("full_collection_ns", "a full collection of the process", run.fmt_ns),
     ):
         rows.append([label] + [cell(result["lethe"][n][key]) for n in sizes] + [""])
     parts = [run.table(head, rows)]
