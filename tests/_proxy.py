@@ -194,12 +194,11 @@ class Proxy:
     def _cut(self, link: _Link, armed: _Armed) -> None:
         if armed.hold_after:
             self.hold()
-        if armed.hold_server:
-            with self._lock:
+        with self._lock:  # counted before the client can see the cut
+            self.cuts += 1
+            if armed.hold_server:
                 self._held.append(link.server)
         self._close(link, server=not armed.hold_server)
-        with self._lock:
-            self.cuts += 1
         self.cut.set()
 
     def _close(self, link: _Link, *, server: bool) -> None:
