@@ -386,7 +386,8 @@ def test_postgres_probe_cut_before_its_rollback_still_answers(
     postgres_proxy.arm(b"ROLLBACK", "request")
     ran: list[str] = []
     committed = shared.update(_put("b", ran))
-    assert postgres_proxy.cuts == 2 and postgres_proxy.armed == 0
+    assert postgres_proxy.cuts == 2
+    assert postgres_proxy.armed == 0
     assert len(ran) == (1 if mode == "reply" else 2)  # applied once either way
     assert [v for v, _ in _log(postgres_dsn)] == [1, 2]
     with _postgres_store(postgres_dsn) as direct:
