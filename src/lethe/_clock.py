@@ -45,8 +45,7 @@ def to_us(moment: _dt.datetime, name: str = "now") -> float:
         raise TypeError(f"{name} must be a datetime, got {type(moment).__name__}")
     if moment.utcoffset() is None:
         raise ValueError(f"{name} must be timezone-aware, got naive {moment!r}")
-    delta = moment - _EPOCH
-    return float((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds)
+    return aware_us(moment)
 
 
 def aware_us(moment: _dt.datetime) -> float:
