@@ -1087,7 +1087,7 @@ def size_ratios(size: dict[str, Any]) -> dict[str, dict[str, float]]:
     return ratios
 
 
-#: The issue's targets: (label, lethe case, peers' operation, which peers, bound on lethe / peer).
+#: The targets this comparison checks: (label, lethe case, peers' operation, which peers, bound on lethe / peer).
 TARGETS: list[tuple[str, str, str, tuple[str, ...] | None, float]] = [
     ("evict() vs the fastest peer's threshold prune", "prune", "prune", None, 1.0),
     ("put_many vs the fastest peer's bulk insert", "bulk", "bulk", None, 1.0),

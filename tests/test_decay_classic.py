@@ -1,4 +1,4 @@
-"""The spec's decay functions: exponential, access-weighted and ACT-R."""
+"""The classic decay functions: exponential, access-weighted and ACT-R (Anderson & Lebiere 1998)."""
 
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ def test_default_power_law_and_soft_floor_half_at_one_hour() -> None:
     assert SoftFloor().score(entry(), START + HOUR) == 0.5
 
 
-# --- EbbinghausLTP (seed 001) ------------------------------------------------------------
+# --- EbbinghausLTP (Ebbinghaus 1885; Bliss & Lømo 1973) ----------------------------------
 
 
 class TestEbbinghausLTP:
@@ -107,7 +107,7 @@ class TestEbbinghausLTP:
         assert 1.0 <= fn.score(e, START + 1000 * DAY) <= 1.3
 
 
-# --- StabilityExponential (seed 002) ------------------------------------------------------
+# --- StabilityExponential (Woźniak et al. 1995) ------------------------------------------
 
 
 class TestStabilityExponential:
@@ -126,7 +126,7 @@ class TestStabilityExponential:
         assert one_day == pytest.approx(0.28650, abs=1e-5)
         assert one_week == pytest.approx(math.exp(-604_800 / s), rel=1e-12)
         assert one_week == pytest.approx(1.5846e-4, rel=1e-3)
-        # The seed prints 0.000125 for a week: its own formula gives 1.58e-4.
+        # 0.000125 for a week, a figure quoted with this formula, is off: the formula gives 1.58e-4.
         assert one_week != pytest.approx(0.000125, rel=0.05)
 
     def test_each_access_multiplies_stability_by_growth(self) -> None:
@@ -165,25 +165,26 @@ class TestStabilityExponential:
             StabilityExponential(growth=0.9)
 
 
-# --- AdaptiveDecay (seed 003) ------------------------------------------------------------
+# --- AdaptiveDecay (type, access, graph and channel aware) -------------------------------
 
 
 def adaptive_entry(
     importance: float,
     kind: str,
     hours: float,
-    access_count_seed: int,
+    accesses: int,
     connections: Any = 0,
     channels: Any = 0,
     last_accessed_hours_ago: float | None = None,
 ) -> tuple[Entry[Any, Any], datetime]:
-    """An entry matching one of the seed's scenarios, and the moment to score it at."""
+    """An entry matching one of the model's worked scenarios (``N`` accesses, creation counted),
+    and the moment to score it at."""
     now = START + timedelta(hours=hours)
     ago = hours if last_accessed_hours_ago is None else last_accessed_hours_ago
     e = entry(
         inserted=START,
         accessed=now - timedelta(hours=ago),
-        access_count=access_count_seed - 1,  # the seed counts the creation as an access
+        access_count=accesses - 1,  # the model's N counts the creation as an access
         importance=importance,
         metadata={"type": kind, "connections": connections, "channels": channels},
     )
@@ -267,7 +268,7 @@ class TestAdaptiveDecay:
         clock.advance(timedelta(hours=400))
         before = mem.score(1)
         after = mem.touch(1).score(1)
-        rate = 0.001 * 1.0 / (1 + 0.3 * math.log(1 + 2))  # access count 2 in the seed's terms
+        rate = 0.001 * 1.0 / (1 + 0.3 * math.log(1 + 2))  # N = 2: the creation counts as an access
         assert after == pytest.approx(min(0.5 * math.exp(-rate * 400) * 1.3, 0.5), rel=1e-9)
         assert after > before
 
@@ -314,7 +315,7 @@ class TestPowerLaw:
             PowerLaw(exponent=0)
 
 
-# --- SoftFloor (seed 004) ----------------------------------------------------------------
+# --- SoftFloor (sigmoid-gated floor) -----------------------------------------------------
 
 
 class TestSoftFloor:

@@ -19,6 +19,9 @@ TEXTS = sorted(
         *(ROOT / "docs").glob("*.py"),
         *(ROOT / "src").rglob("*.py"),
         *(ROOT / "examples").glob("*.py"),
+        *(ROOT / "benchmarks").glob("*.py"),
+        # The tests too (this file spells the pattern out, so not this one).
+        *(path for path in (ROOT / "tests").rglob("*.py") if path.name != Path(__file__).name),
     ]
 )
 # References to documents a reader cannot see.

@@ -109,7 +109,7 @@ class Rec:
 
 
 def model_raw(decay: str, half_life: float, rec: Rec, now: int) -> float:
-    """The decay formulas, written out from the spec, not from lethe.decay."""
+    """The decay formulas, written out from their published definitions, not from lethe.decay."""
     if decay == "actr":
         ages = [(now - t) / 1e6 for t in rec.times]
         if any(a <= 0 for a in ages):
