@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pytest
 
@@ -63,3 +64,32 @@ def test_bad_advance_leaves_the_clock_where_it_was() -> None:
     with pytest.raises(ValueError, match="delta"):
         clock.advance(timedelta.max)
     assert clock() == START
+
+
+def _zone(name: str) -> tzinfo:
+    try:
+        return ZoneInfo(name)
+    except ZoneInfoNotFoundError:  # no time zone database on this machine
+        pytest.skip(f"time zone {name} not available")
+
+
+def test_advance_and_step_count_elapsed_time_across_a_daylight_saving_change() -> None:
+    # Clocks in New York fall back from 02:00 EDT to 01:00 EST on 2026-11-01: two hours pass
+    # between 00:30 and the second 01:30, though the wall clock moved only one.
+    new_york = _zone("America/New_York")
+    start = datetime(2026, 11, 1, 0, 30, tzinfo=new_york)
+    clock = ManualClock(start)
+    mem: Memory[str, str] = Memory(clock_fn=clock, half_life=timedelta(hours=1)).put("x", key="k")
+    moved = clock.advance(timedelta(hours=2))
+    assert moved - start == timedelta(hours=1)  # wall-clock difference, in one zone
+    assert moved.astimezone(timezone.utc) - start.astimezone(timezone.utc) == timedelta(hours=2)
+    assert (moved.hour, moved.minute, moved.fold) == (1, 30, 1)
+    assert mem.score("k") == pytest.approx(0.25)
+    stepping = ManualClock(start, step=timedelta(hours=1))
+    readings = [stepping() for _ in range(3)]
+    assert [r.astimezone(timezone.utc) - readings[0].astimezone(timezone.utc) for r in readings] == [
+        timedelta(0),
+        timedelta(hours=1),
+        timedelta(hours=2),
+    ]
+    assert readings[-1].tzinfo is new_york

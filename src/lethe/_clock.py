@@ -72,6 +72,24 @@ def to_utc(moment: _dt.datetime, name: str) -> _dt.datetime:
         raise ValueError(f"{name} is outside the range of datetime in UTC, got {moment!r}") from None
 
 
+def later(moment: _dt.datetime, delta: _dt.timedelta) -> _dt.datetime:
+    """``moment`` moved by ``delta`` of elapsed time, read in ``moment``'s own zone.
+
+    ``moment + delta`` is wall-clock arithmetic: across a daylight-saving change
+    in a zone such as ``ZoneInfo("America/New_York")`` it is an hour off the
+    time that really passed.  A fixed offset (UTC included) has no such change.
+
+    Raises OverflowError when the result is outside the range of ``datetime``.
+    """
+    zone = moment.tzinfo
+    if type(zone) is _dt.timezone:
+        return moment + delta
+    try:
+        return (moment.astimezone(UTC) + delta).astimezone(zone)
+    except ValueError:  # a tzinfo that cannot convert from UTC (no dst()): no change to skip
+        return moment + delta
+
+
 def from_us(us: float) -> _dt.datetime:
     """The aware UTC datetime ``us`` microseconds after the Unix epoch (``us <= MAX_US``)."""
     return _EPOCH + _dt.timedelta(microseconds=us)
@@ -127,11 +145,14 @@ class ManualClock:
         self.calls += 1
         now = self.now
         if self.step:
-            self.now = now + self.step
+            self.now = later(now, self.step)
         return now
 
     def advance(self, delta: _dt.timedelta | float) -> _dt.datetime:
         """Move the clock by ``delta`` (a timedelta or seconds; negative goes back); return the new reading.
+
+        ``delta`` is time that passes, in any zone: an hour after 01:30 on the
+        night a zone's clocks fall back is 01:30 again (the second one, ``fold=1``).
 
         Raises TypeError for anything else (``bool`` included), and ValueError
         when the new reading would fall outside the range of ``datetime``.
@@ -144,7 +165,7 @@ class ManualClock:
         elif not isinstance(delta, _dt.timedelta):
             raise TypeError(f"delta must be a timedelta or a number of seconds, got {type(delta).__name__}")
         try:
-            self.now += delta
+            self.now = later(self.now, delta)
         except OverflowError:
             raise ValueError(f"delta moves the clock outside the range of datetime, got {delta!r}") from None
         return self.now
