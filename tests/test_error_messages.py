@@ -59,6 +59,16 @@ class TestConfiguration:
         with pytest.raises(exc, match=exactly(message)):
             Memory(**kwargs)
 
+    @pytest.mark.parametrize("half_life", [0.001, timedelta(microseconds=1)])
+    def test_a_half_life_too_short_for_a_name_is_named(self, half_life: float | timedelta) -> None:
+        # "adaptive" turns half_life into a rate per hour, which has a bound: the message names
+        # what the caller passed, not the parameter it was turned into.
+        with pytest.raises(ValueError, match=r"^half_life: .* s is too short for 'adaptive'.*the shortest is "):
+            Memory(decay_fn="adaptive", half_life=half_life)
+        mem: Memory[Any, Any] = Memory(decay_fn="adaptive")
+        with pytest.raises(ValueError, match=r"^half_life: "):
+            mem.configure(half_life=half_life)
+
     def test_both_thresholds_may_be_one(self) -> None:
         mem: Memory[Any, Any] = Memory(eviction_threshold=1, summarize_threshold=1.0)
         assert (mem.eviction_threshold, mem.summarize_threshold) == (1.0, 1.0)

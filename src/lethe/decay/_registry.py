@@ -51,9 +51,19 @@ def _stability(half_life: timedelta | float) -> StabilityExponential:
 
 
 def _adaptive(half_life: timedelta | float) -> AdaptiveDecay:
-    hours = duration(half_life, "half_life") / 3600.0
+    seconds = duration(half_life, "half_life")
     # A fresh entry (N = 1: creation counts as an access; default type) halves after half_life.
-    return AdaptiveDecay(base_rate=_LN2 * (1.0 + 0.3 * _LN2) / hours)
+    base_rate = _LN2 * (1.0 + 0.3 * _LN2) / (seconds / 3600.0)
+    if not base_rate <= _ADAPTIVE_MAX_RATE:
+        shortest = _LN2 * (1.0 + 0.3 * _LN2) / _ADAPTIVE_MAX_RATE * 3600.0
+        raise ValueError(
+            f"half_life: {seconds:.6g} s is too short for 'adaptive', whose rate is per hour "
+            f"(base_rate <= {_ADAPTIVE_MAX_RATE:g}); the shortest is {shortest:.6g} s"
+        )
+    return AdaptiveDecay(base_rate=base_rate)
+
+
+_ADAPTIVE_MAX_RATE = 1e6  # AdaptiveDecay's bound on base_rate
 
 
 def _fsrs(half_life: timedelta | float) -> FSRS:
