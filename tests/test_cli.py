@@ -344,6 +344,10 @@ def test_simulate_large_log_is_quiet_when_piped(tmp_path: Path) -> None:
         ('{"t": 5, "op": "put", "value": 1, "key": [1]}', ("key",)),
         ('{"t": 5, "op": "put", "value": 1, "colour": "red"}', ("colour",)),
         ('{"t": 0, "op": "put", "value": 1}', ("earlier",)),
+        # Python's json reads these; JSON has no such numbers, and the --json report must be JSON.
+        ('{"t": 5, "op": "put", "value": 1, "key": NaN}', ("not valid JSON", "NaN")),
+        ('{"t": 5, "op": "put", "value": Infinity, "key": "k"}', ("not valid JSON", "Infinity")),
+        ('{"t": 5, "op": "put", "value": 1, "metadata": {"x": -Infinity}}', ("not valid JSON", "-Infinity")),
     ],
 )
 def test_simulate_bad_line(tmp_path: Path, line: str, words: tuple[str, ...]) -> None:

@@ -186,10 +186,16 @@ def simulate(path: str, model: str = "exponential", half_life: str = "1h", capac
     return report
 
 
+def _not_json(name: str) -> Any:
+    """Refuse ``NaN`` and ``Infinity``, which Python's ``json`` reads but JSON does not have:
+    the report written with ``--json`` must be JSON too."""
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def _replay(line: str, mem: Any, clock: ManualClock, report: SimulationReport, reason: list[str]) -> Any:
     """Apply one log line to ``mem``; returns the new memory."""
     try:
-        event = json.loads(line)
+        event = json.loads(line, parse_constant=_not_json)
     except ValueError as exc:
         raise CLIError(f"not valid JSON: {exc}") from None
     if not isinstance(event, dict):
