@@ -45,6 +45,35 @@ class TestDirectConstruction:
         with pytest.raises(ValueError, match="access_count"):
             make(access_count=bad)
 
+    @pytest.mark.parametrize(
+        ("field", "bad"), [("pinned", 1), ("pinned", "yes"), ("summarized", 0), ("summarized", None)]
+    )
+    def test_flags_must_be_bools(self, field: str, bad: Any) -> None:
+        # An entry a memory could hold but never load back (to_dict writes what from_dict refuses).
+        with pytest.raises(TypeError, match=f"^{field} must be a bool, got "):
+            make(**{field: bad})
+
+    @pytest.mark.parametrize("bad", [-1, 1.0, True, "0", None])
+    def test_seq_is_an_int_at_least_zero(self, bad: Any) -> None:
+        with pytest.raises((TypeError, ValueError), match=r"^seq must be "):
+            make(seq=bad)
+
+    def test_last_access_cannot_come_before_the_put(self) -> None:
+        earlier = r"^last_accessed_at \(2025-12-31T23:59:59\+00:00\) is earlier than inserted_at"
+        with pytest.raises(ValueError, match=earlier):
+            make(last_accessed_at=T - timedelta(seconds=1))
+        assert make(last_accessed_at=T).accessed_us == make().inserted_us  # the same instant is fine
+
+    def test_a_merge_that_builds_a_bad_entry_is_refused_where_it_is_built(self) -> None:
+        from dataclasses import replace
+
+        from lethe import ManualClock, Memory
+
+        mem: Memory[str, str] = Memory(clock_fn=ManualClock(T))
+        mem = mem.put("deploy failed", key="a").put("deploy failed!", key="b")
+        with pytest.raises(TypeError, match=r"^pinned must be a bool"):
+            mem.consolidate(merge=lambda group: replace(group[0], pinned=1))
+
     def test_importance_is_checked_and_metadata_frozen(self) -> None:
         with pytest.raises(ValueError, match="importance"):
             make(importance=-0.5)

@@ -9,7 +9,7 @@ from typing import Any, Generic, NoReturn, TypeVar
 
 from lethe._clock import UTC, to_us, to_utc
 from lethe._reprs import short_repr
-from lethe._validate import integer, number
+from lethe._validate import flag, integer, number
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -143,6 +143,12 @@ class Entry(Generic[K, V]):
             microseconds since the Unix epoch (floats), derived from the datetimes;
             decay functions use them to score with float arithmetic.
 
+    Raises:
+        TypeError, ValueError: a field is of the wrong type or out of range (the
+            message names it): a naive or non-datetime instant, ``last_accessed_at``
+            before ``inserted_at``, ``importance`` below 0, ``pinned`` or ``summarized``
+            not a bool, ``access_count`` or ``seq`` not an int >= 0.
+
     >>> from datetime import datetime, timezone
     >>> t = datetime(2026, 1, 1, tzinfo=timezone.utc)
     >>> e = Entry(key="k", value="v", inserted_at=t, last_accessed_at=t)
@@ -180,8 +186,16 @@ class Entry(Generic[K, V]):
             moment = getattr(self, name)
             if moment is not None and moment.tzinfo is not UTC:
                 setattr_(self, name, to_utc(moment, name))
+        if not self.accessed_us >= self.inserted_us:
+            raise ValueError(
+                f"last_accessed_at ({self.last_accessed_at.isoformat()}) is earlier than "
+                f"inserted_at ({self.inserted_at.isoformat()})"
+            )
         setattr_(self, "metadata", freeze_metadata(self.metadata))
         setattr_(self, "importance", check_importance(self.importance))
+        flag(self.pinned, "pinned")
+        flag(self.summarized, "summarized")
+        integer(self.seq, "seq", low=0)
         within = "an int from 0 to 2**53"
         integer(
             self.access_count,

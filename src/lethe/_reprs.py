@@ -13,7 +13,7 @@ def short_repr(value: object, limit: int = _LIMIT) -> str:
     >>> short_repr(10**400)
     'an int of 401 digits'
     >>> short_repr("x" * 100)
-    "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx..."
+    "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx..."
     """
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 3 * limit:
         # Counting the digits of a huge int without printing it (which Python may refuse).
