@@ -27,11 +27,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
+from lethe._validate import number
 from lethe.store._errors import StoreError
 
 #: What an engine's metadata says: the format, and the version of it this lethe writes.
 FORMAT = "lethe.store"
 VERSION = 1
+
+
+def checked_timeout(timeout: object) -> float:
+    """An engine's ``timeout``: a finite number of seconds >= 0, else the error naming it."""
+    return number(timeout, "timeout", low=0.0, kind="a number of seconds", expected="a finite number of seconds >= 0")
 
 
 def check_format(meta: Mapping[str, str], where: str = "") -> None:

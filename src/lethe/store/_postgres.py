@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from lethe.store._engine import FORMAT, VERSION, check_format
+from lethe.store._engine import FORMAT, VERSION, check_format, checked_timeout
 from lethe.store._errors import CommitUnknown, StoreError
 
 try:
@@ -128,7 +128,7 @@ class PostgresStore:
 
     def __init__(self, conninfo: str, *, timeout: float = 30.0) -> None:
         self.conninfo = conninfo
-        self.timeout = timeout
+        self.timeout = checked_timeout(timeout)
         self._lock = threading.Lock()
         self._conn: psycopg.Connection[Any] | None = None
         self._session: tuple[int, datetime] | None = None  # the connection's backend: pid and start

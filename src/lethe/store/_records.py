@@ -31,7 +31,7 @@ from datetime import datetime
 from typing import Any
 
 from lethe._change import Change
-from lethe._clock import UTC, from_us, to_us
+from lethe._clock import UTC, exact_us, from_us, to_us
 from lethe._entry import Entry
 from lethe._map import EMPTY
 from lethe._serialize import (
@@ -67,9 +67,26 @@ _LOW_US = int(to_us(datetime.min.replace(tzinfo=UTC)))
 _HIGH_US = int(to_us(datetime.max.replace(tzinfo=UTC)))
 
 
-#: Compact JSON (``NaN`` and infinities allowed, as ``to_dict`` values may hold them); one
-#: encoder for every call, as building one costs more than encoding a row.
-dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=True).encode
+# Compact JSON (``NaN`` and infinities allowed, as ``to_dict`` values may hold them); one
+# encoder for every call, as building one costs more than encoding a row.
+_unicode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=True).encode
+_ascii = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, allow_nan=True).encode
+
+
+def dumps(value: Any) -> str:
+    """``value`` as compact JSON text that every engine can store as UTF-8.
+
+    Text is written as it is, except in a value holding a lone surrogate (``"\\ud800"``,
+    which a ``str`` may hold but UTF-8 cannot encode): that one is written with
+    ``\\u`` escapes, which ``json.loads`` reads back to the same string.
+    """
+    text = _unicode(value)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return _ascii(value)
+    return text
 
 
 # -- writing ----------------------------------------------------------------
@@ -85,15 +102,15 @@ def row(e: Entry[Any, Any], decay_fn: Any) -> str:
         e.seq,
         encode_key(e.key),
         e.value,
-        int(e.inserted_us),
-        int(e.accessed_us),
+        exact_us(e.inserted_at),
+        exact_us(e.last_accessed_at),
         e.access_count,
         e.pinned,
         e.importance,
         e.metadata,
         e.summary,
         e.summarized,
-        None if e.expires_us is None else int(e.expires_us),
+        None if e.expires_at is None else exact_us(e.expires_at),
         dumped_state(decay_fn, e.decay_state),
     ]
     try:
@@ -109,7 +126,7 @@ def new_tip() -> str:
 
 def head(snapshot: Snapshot, tip: str) -> str:
     """The counters and the latest clock reading of ``snapshot``, and the ``tip`` of its version."""
-    latest = "null" if snapshot.latest is None else int(snapshot.latest_us)
+    latest = "null" if snapshot.latest is None else exact_us(snapshot.latest)
     return f'[{snapshot.next_key},{snapshot.next_seq},{latest},"{tip}"]'
 
 

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from lethe.store._engine import checked_timeout
 from lethe.store._errors import CommitUnknown, StoreError
 
 try:
@@ -185,6 +186,7 @@ class RedisStore:
     """
 
     def __init__(self, url: str | redis.Redis, *, prefix: str = "lethe", timeout: float = 30.0) -> None:
+        timeout = checked_timeout(timeout)
         if isinstance(url, str):
             self._client: redis.Redis = redis.Redis.from_url(
                 url, socket_timeout=timeout, socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 0)

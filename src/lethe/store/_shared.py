@@ -47,6 +47,15 @@ def _config_document(config: Config) -> dict[str, Any]:
     return doc
 
 
+def _utf8(text: str) -> bool:
+    """Whether ``text`` can be encoded as UTF-8 (a lone surrogate cannot)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 class _Diverged(Exception):
     """A log record was made on another version than the one folded so far (internal)."""
 
@@ -80,6 +89,13 @@ class Shared(Generic[K, V]):
       evicted on the way to the version it returned (not only the last
       operation's); never for an attempt that lost the race, never for
       another process's commits (read those from :meth:`evictions`).
+      The commit stands whatever the hook does: an exception it raises
+      reaches the caller of :meth:`update` or :meth:`transact` with the
+      commit in place (the replica shows it; on Python 3.11+ the exception
+      carries a note saying which version), so do not simply retry the
+      write, or it is done twice.  (A plain :class:`~lethe.Memory` calls
+      the hook before it returns the new version, which a failing hook
+      then discards.)
     * ``summarize_fn`` runs while your function runs.  Within one
       :meth:`update`, a summary computed for an entry (its key, put order
       and value) on an attempt that lost the race is reused by the next
@@ -110,7 +126,8 @@ class Shared(Generic[K, V]):
 
     Raises:
         ValueError: ``name`` exists with another configuration (the message
-            names the field); a key or value JSON cannot carry.
+            names the field), or holds a NUL character or a lone surrogate;
+            a key or value JSON cannot carry.
         StoreError: the stored log or checkpoint cannot be read.
 
     >>> from lethe import Memory
@@ -136,6 +153,8 @@ class Shared(Generic[K, V]):
             raise TypeError(f"template must be a Memory, got {type(template).__name__}")
         if not isinstance(name, str):
             raise TypeError(f"name must be a str, got {type(name).__name__}")
+        if "\x00" in name or not _utf8(name):  # what PostgreSQL's text and Redis's keys cannot hold
+            raise ValueError(f"name must be text without NUL characters or lone surrogates, got {name!r}")
         if type(checkpoint_every) is not int or checkpoint_every < 1:
             raise ValueError(f"checkpoint_every must be a positive int, got {checkpoint_every!r}")
         if max_clock_skew is not None and not (is_number(max_clock_skew) and max_clock_skew >= 0):
@@ -485,6 +504,7 @@ class Shared(Generic[K, V]):
             CommitUnknown: the store's server could not be reached to learn
                 whether the commit went in; the replica is unchanged, and the
                 next read catches up and shows it if it did.
+            Whatever ``on_evict`` raises: raised after the commit, which stands.
 
         >>> from lethe import Memory
         >>> from lethe.store import InMemoryStore, Shared
@@ -574,7 +594,13 @@ class Shared(Generic[K, V]):
         self._version, self._replica, self._tip = version, committed, tip
         self._maybe_checkpoint()
         if committed.evicted and self._on_evict is not None:
-            self._on_evict(committed.evicted)
+            try:
+                self._on_evict(committed.evicted)
+            except Exception as exc:
+                # The commit cannot be taken back: say so, or a caller retrying does the write twice.
+                if hasattr(exc, "add_note"):  # Python 3.11+
+                    exc.add_note(f"lethe: version {version} of {self._name!r} was committed; on_evict failed after it")
+                raise
         return True
 
     def _heard(self, evicted: tuple[Entry[K, V], ...]) -> None:

@@ -11,7 +11,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from lethe.store._engine import FORMAT, VERSION, check_format
+from lethe._validate import flag
+from lethe.store._engine import FORMAT, VERSION, check_format, checked_timeout
 from lethe.store._errors import StoreError
 
 _SCHEMA = (
@@ -115,9 +116,11 @@ class SQLiteStore:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, durable: bool = False, timeout: float = 30.0) -> None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a str or an os.PathLike, got {type(path).__name__}")
         self.path = Path(path)
-        self.durable = durable
-        self.timeout = timeout
+        self.durable = flag(durable, "durable")
+        self.timeout = checked_timeout(timeout)
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid = os.getpid()
@@ -141,10 +144,14 @@ class SQLiteStore:
         return self._conn
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
         try:
-            self._check(conn)
-            conn.execute("PRAGMA journal_mode=WAL")
+            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:  # a directory, or one that does not exist
+            raise StoreError(f"{self.path}: cannot open the database file ({exc})") from None
+        try:
+            with self._reporting():
+                self._check(conn)
+                self._wal(conn)
             conn.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
             # SQLite copies its write-ahead log into the file every 1,000 pages by default (a
             # 4 MB -wal, ten times a 1,000-entry memory); every 256 pages and back to 1 MB keeps
@@ -156,20 +163,52 @@ class SQLiteStore:
             raise
         return conn
 
+    def _wal(self, conn: sqlite3.Connection) -> None:
+        """Put the file in WAL mode (it stays so).  The switch needs the file to itself and SQLite
+        answers "locked" at once, not after its busy timeout, while another connection (another
+        process opening a new store) has it: tried again until ``timeout``."""
+        deadline = time.monotonic() + self.timeout
+        pause = 0.001
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                left = deadline - time.monotonic()
+                if "locked" not in str(exc) or left <= 0:
+                    raise
+                time.sleep(min(pause, left))
+                pause = min(pause * 2, 0.05)
+
+    @contextmanager
+    def _reporting(self) -> Iterator[None]:
+        """SQLite's own errors as :class:`StoreError` naming the file: a damaged file or row
+        (bytes that are not UTF-8 text, a malformed page), a lock held past ``timeout``, a full disk."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            if "locked" in str(exc):
+                raise StoreError(f"{self.path}: the database stayed locked for {self.timeout} s ({exc})") from None
+            raise StoreError(f"{self.path}: {exc}") from None
+
     def _check(self, conn: sqlite3.Connection) -> None:
         """Check the file is a lethe store this lethe reads (creating one in an empty file)."""
         try:
-            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            found = conn.execute("SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'").fetchall()
+            marked = any(conn.execute(f"PRAGMA {name}").fetchone()[0] for name in ("user_version", "application_id"))
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: not a lethe store ({exc})") from None
-        if not tables:
+        tables = {name for kind, name in found if kind == "table"}
+        if not found and marked:  # an empty database another program has claimed
+            raise StoreError(f"{self.path}: not a lethe store (an SQLite database of another program)")
+        if not found:
             with _writing(conn, self.timeout):
                 for statement in _SCHEMA:
                     conn.execute(statement)
                 conn.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?), ('version', ?)", (FORMAT, str(VERSION)))
             tables = set(_TABLES)
         if not tables >= _TABLES:
-            raise StoreError(f"{self.path}: not a lethe store (an SQLite database with other tables)")
+            raise StoreError(f"{self.path}: not a lethe store (an SQLite database of other tables or views)")
         check_format(dict(conn.execute("SELECT key, value FROM meta").fetchall()), f"{self.path}: ")
 
     def _close_for_fork(self) -> None:
@@ -207,13 +246,13 @@ class SQLiteStore:
 
     def names(self) -> list[str]:
         """See :meth:`lethe.store.Store.names`."""
-        with self._lock:
+        with self._lock, self._reporting():
             rows = self._connection().execute("SELECT name FROM memories ORDER BY name").fetchall()
         return [row[0] for row in rows]
 
     def config(self, name: str) -> str:
         """See :meth:`lethe.store.Store.config`."""
-        with self._lock:
+        with self._lock, self._reporting():
             row = self._connection().execute("SELECT config FROM memories WHERE name = ?", (name,)).fetchone()
         if row is None:
             raise KeyError(name)
@@ -221,7 +260,7 @@ class SQLiteStore:
 
     def open(self, name: str, config: str, head: str, rows: Sequence[tuple[int, str]]) -> str:
         """See :meth:`lethe.store.Store.open`."""
-        with self._lock:
+        with self._lock, self._reporting():
             conn = self._connection()
             row = conn.execute("SELECT config FROM memories WHERE name = ?", (name,)).fetchone()
             if row is not None:
@@ -250,7 +289,7 @@ class SQLiteStore:
 
     def load(self, name: str) -> tuple[int, str, list[str]]:
         """See :meth:`lethe.store.Store.load`."""
-        with self._lock:
+        with self._lock, self._reporting():
             conn = self._connection()
             with _reading(conn):
                 version, head = self._head(conn, name)
@@ -260,7 +299,7 @@ class SQLiteStore:
     def read(self, name: str, after: int, upto: int | None = None) -> Sequence[tuple[int, str]]:
         """See :meth:`lethe.store.Store.read`."""
         high = 2**63 - 1 if upto is None else upto
-        with self._lock:
+        with self._lock, self._reporting():
             return self._connection().execute(
                 "SELECT version, record FROM log WHERE name = ? AND version > ? AND version <= ? ORDER BY version",
                 (name, after, high),
@@ -276,7 +315,7 @@ class SQLiteStore:
         removed: Sequence[int],
     ) -> bool:
         """See :meth:`lethe.store.Store.append`."""
-        with self._lock:
+        with self._lock, self._reporting():
             conn = self._connection()
             with _writing(conn, self.timeout):
                 # The compare-and-swap: the record goes in at exactly the version after the latest.
@@ -299,7 +338,7 @@ class SQLiteStore:
         deadline = time.monotonic() + timeout
         pause = 0.0005
         while True:
-            with self._lock:
+            with self._lock, self._reporting():
                 version, _ = self._head(self._connection(), name)
             left = deadline - time.monotonic()
             if version != after or left <= 0:
@@ -314,7 +353,7 @@ class SQLiteStore:
     def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[str]]:
         """See :meth:`lethe.store.Store.checkpoint`."""
         high = 2**63 - 1 if at_most is None else at_most
-        with self._lock:
+        with self._lock, self._reporting():
             conn = self._connection()
             with _reading(conn):
                 row = conn.execute(
@@ -331,7 +370,7 @@ class SQLiteStore:
 
     def compact(self, name: str, min_gap: int) -> bool:
         """See :meth:`lethe.store.Store.compact`."""
-        with self._lock:
+        with self._lock, self._reporting():
             conn = self._connection()
             with _writing(conn, self.timeout):
                 version, head = self._head(conn, name)
