@@ -254,3 +254,15 @@ def test_a_failing_on_evict_reaches_the_caller_with_the_commit_in_place(tmp_path
         assert [[e.key for e in batch] for batch in heard] == [["a"]]
         if sys.version_info >= (3, 11):
             assert "version 2 of 'n' was committed" in "".join(caught.value.__notes__)
+
+
+def test_a_value_nested_deeper_than_json_goes_is_refused_by_key(tmp_path: Path) -> None:
+    deep: list[Any] = []
+    for _ in range(5_000):
+        deep = [deep]
+    with SQLiteStore(tmp_path / "m.db") as store:
+        shared: Shared[Any, Any] = Shared(store, "n", Memory())
+        with pytest.raises(ValueError, match=r"^key 'deep': its value or summary cannot be saved as JSON"):
+            shared.update(lambda m: m.put(deep, key="deep"))
+        assert shared.version == 0
+        assert len(Shared(store, "n", Memory()).current()) == 0

@@ -115,7 +115,7 @@ def row(e: Entry[Any, Any], decay_fn: Any) -> str:
     ]
     try:
         return dumps(data)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:  # (nested deeper than json can go)
         raise ValueError(f"key {e.key!r}: its value or summary cannot be saved as JSON: {exc}") from None
 
 
