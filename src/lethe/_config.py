@@ -54,10 +54,21 @@ class Config:
     scorer: Scorer
     #: The ranking of an empty memory under this decay function.
     ranking: Ranking
+    #: Whether the memory built ``decay_fn`` from a name (it then follows a new half-life);
+    #: not a constructor field, so not part of equality.
+    named: bool = False
 
     def fields(self) -> dict[str, Any]:
         """The constructor's fields, as ``Memory(**fields)`` takes them."""
         return {name: getattr(self, name) for name in FIELDS}
+
+    def rebuild_fields(self) -> dict[str, Any]:
+        """:meth:`fields`, but a decay function built from a name given as that name:
+        ``build`` of them makes an equal configuration, named as this one is (pickling)."""
+        fields = self.fields()
+        if self.named:
+            fields["decay_fn"] = name_of(self.decay_fn)
+        return fields
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Config):
@@ -119,13 +130,16 @@ def build(fields: dict[str, Any], source: Config | None = None, held: int = 0) -
     hook(fields["on_evict"], "on_evict", 1, "(entries)")
     hook(fields["clock_fn"], "clock_fn", 0, "()")
     decay_fn: Any = fields["decay_fn"]
+    # Built from a name: a name now, or the source's function, carried over, that it built from one.
+    named = isinstance(decay_fn, str)
+    if source is not None and decay_fn is source.decay_fn:
+        named = source.named
     if source is not None and half_life == source.half_life:
         chosen = False
-    elif source is not None and decay_fn is source.decay_fn:
-        # A built-in the source made by name from its half-life follows the new one.
-        name = name_of(decay_fn)
-        if name is not None and name in BUILTINS and by_name(name, source.half_life) == decay_fn:
-            decay_fn = name
+    elif named and not isinstance(decay_fn, str):
+        # A built-in the source made by name from its half-life follows the new one;
+        # one the caller passed keeps its own (and a different chosen half-life is refused).
+        decay_fn = name_of(decay_fn)
     scorer = make_scorer(decay_fn, half_life)
     own = _own_half_life(scorer)
     if own is None and not scorer.is_builtin:
@@ -150,7 +164,21 @@ def build(fields: dict[str, Any], source: Config | None = None, held: int = 0) -
         clock_fn=fields["clock_fn"],
         scorer=scorer,
         ranking=_ranking(scorer),
+        named=named,
     )
+
+
+def name_built_from(decay_fn: object, half_life: float) -> str | None:
+    """The built-in name that gives ``decay_fn`` when built with ``half_life``, else None
+    (``from_dict``: a document does not record whether its decay function was given by name)."""
+    name = name_of(decay_fn)
+    if name is None or name not in BUILTINS:
+        return None
+    try:
+        same = by_name(name, half_life) == decay_fn
+    except (TypeError, ValueError):  # a half-life the name cannot be built with
+        return None
+    return name if same is True else None
 
 
 def _ranking(scorer: Scorer) -> Ranking:

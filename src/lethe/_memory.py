@@ -1230,6 +1230,10 @@ class Memory(_Version[K, V]):
           (``"exponential"`` with ``half_life=7200`` becomes
           ``Exponential(half_life=7200)``); one with a half-life of its own
           refuses a different ``half_life``, unless a new ``decay_fn`` is given too.
+          One passed as an object (``ACTR(half_life=600)``) keeps its own, even
+          when it equals what its name gives.  A document does not record how the
+          function was given, so after :meth:`from_dict` a built-in counts as built
+          by name when its name, built with the saved ``half_life``, gives an equal one.
         * A new decay function resets every entry's ``decay_state`` (ACT-R's
           access times, FSRS's stability and difficulty): the access count and
           the last access carry over, and the new function starts from them.
@@ -1261,7 +1265,8 @@ class Memory(_Version[K, V]):
         # Entries as a list in put order: a map's layout depends on this process's str hashes.
         entries = sorted(self._entries.values(), key=_SEQ)
         state = (entries, self._next_key, self._next_seq, self._latest, self._latest_us)
-        return (_unpickle, (self._config.fields(), state))
+        # A decay function built by name travels as its name, so the copy still follows a new half-life.
+        return (_unpickle, (self._config.rebuild_fields(), state))
 
     # -- serialization ----------------------------------------------------
 

@@ -19,7 +19,7 @@ from operator import attrgetter, is_not
 from typing import Any
 
 from lethe._clock import aware_us, to_us, utc_now
-from lethe._config import ONE_HOUR, Config, build, unchosen_half_life
+from lethe._config import ONE_HOUR, Config, build, name_built_from, unchosen_half_life
 from lethe._entry import EMPTY_METADATA, Entry, check_importance, evolve, freeze_metadata, make_entry
 from lethe._errors import ClockWarning
 from lethe._map import EMPTY, PersistentMap
@@ -551,6 +551,7 @@ def memory_from_dict(
     shift_us = None if shift_to is None else to_us(shift_to, "shift_to")
     saved = data.get("decay_fn", _MISSING)
     saved_custom = isinstance(saved, Mapping) and saved.get("name") == _CUSTOM
+    loaded = decay_fn is None  # rebuilt from the document, not passed in
     if decay_fn is None:
         if saved is _MISSING:
             raise ValueError("decay_fn: missing")
@@ -572,6 +573,11 @@ def memory_from_dict(
     except (TypeError, ValueError) as exc:
         raise ValueError(f"configuration: {exc}") from None
     config["half_life"] = ONE_HOUR if is_builtin(decay_fn) else unchosen_half_life(saved_half_life)
+    named_as = name_built_from(decay_fn, saved_half_life) if loaded else None
+    if named_as is not None:
+        # The document does not say how the function was given: one its name builds from
+        # the saved half-life counts as built by name (an equal one), and follows a new half-life.
+        config["decay_fn"], config["half_life"] = named_as, saved_half_life
     try:
         cfg = build({**config, "summarize_fn": summarize_fn, "on_evict": on_evict, "clock_fn": clock_fn})
     except (TypeError, ValueError) as exc:
