@@ -199,6 +199,11 @@ def _weights(value: Mapping[Any, float] | Iterable[tuple[Any, float]], name: str
     total = math.fsum(w for _, w in pairs)
     if total <= 0.0:
         raise ValueError("Blend weights must have a positive sum")
+    if abs(total - 1.0) <= len(pairs) * 2.0**-52:
+        # Weights that sum to 1 but for rounding (as this division leaves them) are kept as they
+        # are: dividing again would move some by a bit, and a saved or printed Blend would not
+        # read back equal to itself.
+        return tuple(pairs)
     return tuple((fn, w / total) for fn, w in pairs)
 
 
