@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import pickle
-from datetime import timedelta
+import re
+from datetime import timedelta, timezone
 from typing import Any
 
 import pytest
@@ -151,14 +152,15 @@ def test_a_custom_load_state_sees_every_null_state(clock: ManualClock) -> None:
     assert Memory.from_dict(data, decay_fn=fn, clock_fn=clock).peek("k").decay_state == "loaded"
 
 
-def test_instants_keep_their_text_when_entries_share_one(clock: ManualClock) -> None:
+def test_one_instant_in_two_zones_loads_as_one_utc_instant(clock: ManualClock) -> None:
     data = plain(clock)
     first, second = data["entries"]
     assert first["inserted_at"] == second["inserted_at"] == second["last_accessed_at"]  # one put_many
     second["inserted_at"] = second["last_accessed_at"] = "2026-01-01T14:00:00+02:00"  # the same instant
     back = Memory.from_dict(data).to_dict()["entries"]
-    assert [e["inserted_at"] for e in back] == ["2026-01-01T12:00:00+00:00", "2026-01-01T14:00:00+02:00"]
-    assert back == data["entries"]
+    # Held as UTC, as Entry holds every instant: written back as the one instant it is.
+    assert [e["inserted_at"] for e in back] == ["2026-01-01T12:00:00+00:00", "2026-01-01T12:00:00+00:00"]
+    assert back == [first, {**second, "inserted_at": first["inserted_at"], "last_accessed_at": first["inserted_at"]}]
 
 
 def _actr_document(clock: ManualClock) -> dict[str, Any]:
@@ -211,3 +213,29 @@ def test_a_loaded_memory_ranks_as_the_one_it_was_saved_from(clock: ManualClock) 
     assert back.top(7) == mem.top(7)
     assert back.put("new", key="new").top(50) == mem.put("new", key="new").top(50)
     assert pickle.loads(pickle.dumps(mem)).scored() == mem.scored()
+
+
+def test_instants_in_other_zones_load_as_utc(clock: ManualClock) -> None:
+    data = sample(clock).to_dict()
+    entry = data["entries"][0]
+    at = Memory.from_dict(data, clock_fn=clock).peek(entry["key"])
+    assert at is not None
+    entry["inserted_at"] = at.inserted_at.astimezone(timezone(timedelta(hours=5))).isoformat()
+    loaded = Memory.from_dict(data, clock_fn=clock).peek(entry["key"])
+    assert loaded is not None
+    assert loaded.inserted_at.tzinfo is timezone.utc
+    assert loaded.inserted_at == at.inserted_at
+
+
+@pytest.mark.parametrize("field", ["latest", "entries[0].inserted_at", "entries[0].expires_at"])
+def test_an_instant_past_datetime_max_in_utc_is_refused_by_name(clock: ManualClock, field: str) -> None:
+    # 9999-12-31T23:59 five hours west of Greenwich is in the year 10000 in UTC: it was loaded, and
+    # the first forecast raised OverflowError.
+    data = sample(clock).to_dict()
+    past_max = "9999-12-31T23:59:59.999999-05:00"
+    if field == "latest":
+        data["latest"] = past_max
+    else:
+        data["entries"][0][field.split(".")[1]] = past_max
+    with pytest.raises(ValueError, match=re.escape(field) + " is outside the range of datetime in UTC"):
+        Memory.from_dict(data, clock_fn=clock)

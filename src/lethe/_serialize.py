@@ -18,7 +18,7 @@ from itertools import compress, repeat
 from operator import attrgetter, is_not
 from typing import Any
 
-from lethe._clock import aware_us, to_us, utc_now
+from lethe._clock import UTC, aware_us, to_us, to_utc, utc_now
 from lethe._config import ONE_HOUR, Config, build, name_built_from, unchosen_half_life
 from lethe._entry import EMPTY_METADATA, Entry, check_importance, evolve, freeze_metadata, make_entry
 from lethe._errors import ClockWarning
@@ -242,6 +242,8 @@ def _time(value: Any, where: str) -> tuple[datetime, float]:
         us = aware_us(moment) if moment.utcoffset() is not None else to_us(moment, where)  # (naive: raises)
     except (ValueError, TypeError, OverflowError) as exc:
         raise ValueError(f"{where}: not an aware ISO-8601 time: {exc}") from None
+    if moment.tzinfo is not UTC:  # held as UTC, as Entry holds it (and checked to have a UTC reading)
+        moment = to_utc(moment, where)
     return moment, us
 
 
