@@ -85,6 +85,33 @@ for _, row in ipairs(redis.call('HVALS', KEYS[6])) do out[#out + 1] = row end
 return out
 """
 
+# ARGV: after, upto (-1: the latest). Returns {version, record, ...} of the log after ``after``, up
+# to ``upto``, read at one instant (a compaction between reading the latest version and the records
+# would leave a reader with none: taken for a store whose history went back), or nil.
+_READ = """
+local latest = redis.call('GET', KEYS[2])
+if not latest then return nil end
+local high = tonumber(latest)
+local upto = tonumber(ARGV[2])
+if upto >= 0 and upto < high then high = upto end
+local out = {}
+local v = tonumber(ARGV[1]) + 1
+while v <= high do
+  local last = math.min(v + 999, high)
+  local versions = {}
+  for i = v, last do versions[#versions + 1] = i end
+  local records = redis.call('HMGET', KEYS[4], unpack(versions))
+  for i = 1, #versions do
+    if records[i] then
+      out[#out + 1] = versions[i]
+      out[#out + 1] = records[i]
+    end
+  end
+  v = last + 1
+end
+return out
+"""
+
 # ARGV: at_most. Returns {version, head, rows...} of the newest checkpoint at or before it, or nil.
 _CHECKPOINT = """
 local found = redis.call('ZREVRANGEBYSCORE', KEYS[7], ARGV[1], '-inf', 'LIMIT', 0, 1)
@@ -118,9 +145,6 @@ end
 if newest + 1 > first then redis.call('SET', KEYS[8], newest + 1) end
 return 1
 """
-
-#: Log records fetched per round trip by :meth:`RedisStore.read`.
-_PAGE = 1000
 
 #: The longest pause between two tries to reach the server, in seconds.
 _MAX_PAUSE = 0.5
@@ -203,6 +227,7 @@ class RedisStore:
                 ("open", _OPEN),
                 ("append", _APPEND),
                 ("load", _LOAD),
+                ("read", _READ),
                 ("checkpoint", _CHECKPOINT),
                 ("compact", _COMPACT),
             )
@@ -291,17 +316,10 @@ class RedisStore:
 
     def read(self, name: str, after: int, upto: int | None = None) -> Sequence[tuple[int, str]]:
         """See :meth:`lethe.store.Store.read`."""
-        keys = self._keys(name)
-        latest = self._run(self._client.get, keys[1])
-        if latest is None:
+        found = self._script("read", name, after, -1 if upto is None else upto)
+        if found is None:
             raise KeyError(name)
-        high = int(latest) if upto is None else min(upto, int(latest))
-        out: list[tuple[int, str]] = []
-        for start in range(after + 1, high + 1, _PAGE):
-            versions = list(range(start, min(start + _PAGE, high + 1)))
-            records = self._run(self._client.hmget, keys[3], versions)
-            out += [(v, self._text(r)) for v, r in zip(versions, records) if r is not None]
-        return out
+        return [(int(found[i]), self._text(found[i + 1])) for i in range(0, len(found), 2)]
 
     def append(
         self,

@@ -47,6 +47,11 @@ def _config_document(config: Config) -> dict[str, Any]:
     return doc
 
 
+#: How many times a catch-up starts again from the current entries when other writers keep
+#: compacting the log past them (each time from a newer version) before it reports a gap.
+_RELOADS = 100
+
+
 def _utf8(text: str) -> bool:
     """Whether ``text`` can be encoded as UTF-8 (a lone surrogate cannot)."""
     try:
@@ -193,7 +198,10 @@ class Shared(Generic[K, V]):
                     f"in the store, {mine[field]!r} here"
                 )
         self._version, self._replica, self._tip = self._loaded()
-        self._checkpointed = self._version
+        # When the store last checkpointed is not known here: the first commit of this object
+        # past one interval asks it (the store compacts only when its own gap is that wide), so
+        # objects that each commit less than an interval still keep the log bounded.
+        self._checkpointed = 0
         self._catch_up()
         self._check_clock()
 
@@ -291,10 +299,15 @@ class Shared(Generic[K, V]):
                         raise _Diverged(version)
                     rows = rows[1:]
             if rows and rows[0][0] != version + 1:
-                # Compacted past this replica: start again from the current entries.
-                version, mem, tip = self._loaded()
-                rows = self._store.read(self._name, version)
+                # Compacted past this replica: start again from the current entries, and again
+                # if other writers compacted past those too before their log was read.
+                for _ in range(_RELOADS):
+                    version, mem, tip = self._loaded()
+                    rows = self._store.read(self._name, version)
+                    if not rows or rows[0][0] == version + 1:
+                        break
                 self._version, self._replica, self._tip = self._folded(version, mem, tip, rows)
+                self._check_clock()
                 return
             self._version, self._replica, self._tip = self._folded(version, self._replica, tip, rows)
         except _Diverged:
