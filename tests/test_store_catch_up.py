@@ -110,3 +110,41 @@ def test_a_redis_log_is_read_at_one_instant_in_every_range(redis_url: str, redis
         _read_matches_the_log(store, "m", 2100)
         with pytest.raises(KeyError):
             store.read("nobody", 0)
+
+
+def test_postgres_waiters_on_one_store_do_not_hold_each_other_up(postgres_dsn: str) -> None:
+    # Threads of one PostgresStore share its listening connection: one waiting for a quiet name
+    # held it for a whole slice (10 s), so another thread's 0.5 s wait took 7.7 s, and a commit it
+    # waited for 0.2 s in woke it after 9.7 s.
+    import threading
+    import time
+
+    from lethe.store import PostgresStore
+
+    with PostgresStore(postgres_dsn) as store:
+        quiet: Shared[Any, Any] = Shared(store, "quiet", _template())
+        busy: Shared[Any, Any] = Shared(store, "busy", _template())
+        writer: Shared[Any, Any] = Shared(store, "busy", _template())
+        stop = threading.Event()
+
+        def wait_on_quiet() -> None:
+            while not stop.is_set():
+                quiet.wait(timeout=30)
+
+        waiter = threading.Thread(target=wait_on_quiet, daemon=True)
+        waiter.start()
+        time.sleep(0.3)  # the other thread is listening
+        started = time.monotonic()
+        assert busy.wait(timeout=0.5) is False
+        assert time.monotonic() - started < 3.0
+        committer = threading.Timer(0.2, lambda: writer.update(_put(1)))
+        committer.start()
+        started = time.monotonic()
+        assert busy.wait(timeout=20) is True
+        assert time.monotonic() - started < 3.0
+        assert busy.version == 1
+        committer.join()
+        stop.set()
+        Shared(store, "quiet", _template()).update(_put(2))  # wakes the waiter, which then stops
+        waiter.join(timeout=30)
+        assert not waiter.is_alive()

@@ -70,6 +70,12 @@ _SCHEMA_LOCK = 0x6C65_7468  # "leth"
 #: The longest pause between two tries to reach the server, in seconds.
 _MAX_PAUSE = 0.5
 
+#: The longest a thread of a :class:`PostgresStore` listens for commits before another thread
+#: waiting on the same store gets its turn (each waits at most this past its own timeout).
+_LISTEN_SLICE = 0.1
+#: How long a waiting thread steps aside between its turns when others wait too.
+_TURN = 0.001
+
 #: SQLSTATEs of a failed connection attempt worth trying again: a connection exception, and a
 #: server shutting down, crashed or starting up (crash recovery).  Others (a wrong password,
 #: no such database) are not mended by waiting.
@@ -135,6 +141,9 @@ class PostgresStore:
         # A second connection, LISTENing for commits (see wait), opened on first use.
         self._listen_lock = threading.Lock()
         self._listener: psycopg.Connection[Any] | None = None
+        self._heard: dict[str, int] = {}  # notifications taken from the listener, by channel payload
+        self._waiting = 0  # threads in wait()
+        self._waiting_lock = threading.Lock()
         self._listener_pid = os.getpid()
         self._pid = os.getpid()
         self._closed = False
@@ -464,7 +473,9 @@ class PostgresStore:
         Every commit sends a notification on the channel ``lethe_log`` (the
         md5 of the memory's name); a second connection of this store
         listens to it (``LISTEN``) from before the latest version is read, so no
-        commit in between is missed.  Threads of one process wait in turn.
+        commit in between is missed.  Threads of one process share that
+        connection, taking it in turns of at most 0.1 s, so none waits past
+        its ``timeout`` for another.
         """
         digest = hashlib.md5(name.encode()).hexdigest()
         deadline = time.monotonic() + timeout
@@ -474,25 +485,50 @@ class PostgresStore:
 
         if timeout <= 0:
             return self._retrying(latest)  # nothing to wait for: no need to listen
-        with self._listen_lock:
-            failed: float | None = None  # the deadline to reach the server again, once it failed
-            pause = 0.0
-            while True:
-                try:
+        with self._waiting_lock:
+            self._waiting += 1
+        try:
+            return self._wait_listening(digest, after, deadline, latest)
+        finally:
+            with self._waiting_lock:
+                self._waiting -= 1
+
+    def _wait_listening(
+        self, digest: str, after: int, deadline: float, latest: Callable[[psycopg.Connection[Any]], int]
+    ) -> int:
+        """:meth:`wait` on the listening connection, in turns with this process's other waiters."""
+        failed: float | None = None  # the deadline to reach the server again, once it failed
+        pause = 0.0
+        heard = -1  # how many notifications for this name had been heard at the last read
+        version = after
+        while True:
+            if self._waiting > 1:
+                time.sleep(_TURN)  # a lock is not fair: let a waiting thread take its turn
+            try:
+                # Threads share the listening connection, a slice each: whichever holds it counts
+                # every notification it takes (for any name), and a waiter reads the latest version
+                # again only when its name's count moved.
+                with self._listen_lock:
                     listener = self._listening()  # listening before the read: no commit slips between
-                    version = self._retrying(latest)
+                    count = self._heard.get(digest, 0)
+                    if count != heard:
+                        heard = count
+                        version = self._retrying(latest)
                     left = deadline - time.monotonic()
                     if version != after or left <= 0:
                         return version
-                    for note in listener.notifies(timeout=left):
+                    for note in listener.notifies(timeout=min(left, _LISTEN_SLICE)):
+                        self._heard[note.payload] = self._heard.get(note.payload, 0) + 1
                         if note.payload == digest:
                             break
-                except (_Lost, psycopg.OperationalError) as exc:
+            except (_Lost, psycopg.OperationalError) as exc:
+                with self._listen_lock:
                     if self._listener is not None:
                         self._listener.close()
                         self._listener = None
-                    failed = self._pause(failed, pause, exc if isinstance(exc, _Lost) else _Lost(exc))
-                    pause = min(max(2 * pause, 0.01), _MAX_PAUSE)
+                heard = -1  # notifications sent while no connection listened are lost: read again
+                failed = self._pause(failed, pause, exc if isinstance(exc, _Lost) else _Lost(exc))
+                pause = min(max(2 * pause, 0.01), _MAX_PAUSE)
 
     def time(self) -> float:
         """See :meth:`lethe.store.Store.time`: the server's clock (``clock_timestamp()``)."""
