@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -21,6 +22,15 @@ settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.register_profile("long", max_examples=2000, deadline=None, suppress_health_check=list(HealthCheck))
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(autouse=True)
+def _recursion_limit() -> Iterator[None]:
+    """Every test starts at the interpreter's recursion limit: mypy, run in-process by the typing
+    tests, raises it to 2**14 and leaves it there (and a deeply nested value then encodes)."""
+    limit = sys.getrecursionlimit()
+    yield
+    sys.setrecursionlimit(limit)
 
 
 @pytest.fixture

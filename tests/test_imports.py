@@ -107,3 +107,26 @@ def test_the_core_imports_only_the_standard_library() -> None:
 def test_serialization_is_a_plain_converter() -> None:
     graph = _graph()
     assert "lethe._memory" not in graph["lethe._serialize"]
+
+
+def test_the_store_imports_whole_without_its_extras() -> None:
+    # A star import asks for every name in __all__: with psycopg or redis-py missing, it raised
+    # the install hint of an engine nobody asked for.  The hint now comes when one is built.
+    import subprocess
+
+    script = (
+        "import sys; sys.modules['psycopg'] = None; sys.modules['redis'] = None\n"
+        "from lethe.store import *\n"
+        "import lethe.store\n"
+        "assert {'PostgresStore', 'RedisStore'} <= set(dir(lethe.store)), dir(lethe.store)\n"
+        "for cls, arg, extra in ((PostgresStore, 'host=x', 'postgres'), (RedisStore, 'redis://x', 'redis')):\n"
+        "    try:\n"
+        "        cls(arg)\n"
+        "    except ImportError as exc:\n"
+        "        assert f\"pip install 'lethe-decay[{extra}]'\" in str(exc), exc\n"
+        "    else:\n"
+        "        raise AssertionError(cls)\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert done.stdout.strip() == "ok", done.stderr

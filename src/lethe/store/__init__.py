@@ -56,3 +56,7 @@ def __getattr__(name: str) -> object:
 
         return RedisStore
     raise AttributeError(f"module 'lethe.store' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -18,11 +18,14 @@ from typing import Any, TypeVar
 from lethe.store._engine import FORMAT, VERSION, check_format, checked_timeout
 from lethe.store._errors import CommitUnknown, StoreError
 
+# Without the extra the class still imports (``from lethe.store import *`` works); building one
+# says what to install.
+_MISSING: str | None = None
 try:
     import psycopg
     from psycopg import errors as _errors
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("PostgresStore needs psycopg 3: pip install 'lethe-decay[postgres]'") from exc
+except ImportError:
+    _MISSING = "PostgresStore needs psycopg 3: pip install 'lethe-decay[postgres]'"
 
 T = TypeVar("T")
 
@@ -133,6 +136,8 @@ class PostgresStore:
     """
 
     def __init__(self, conninfo: str, *, timeout: float = 30.0) -> None:
+        if _MISSING:
+            raise ImportError(_MISSING)
         self.conninfo = conninfo
         self.timeout = checked_timeout(timeout)
         self._lock = threading.Lock()

@@ -17,18 +17,27 @@ from typing import Any, TypeVar
 from lethe.store._engine import checked_timeout
 from lethe.store._errors import CommitUnknown, StoreError
 
+# Without the extra the class still imports (``from lethe.store import *`` works); building one
+# says what to install.
+_MISSING: str | None = None
 try:
     import redis
     from redis.backoff import NoBackoff
     from redis.retry import Retry
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("RedisStore needs redis-py: pip install 'lethe-decay[redis]'") from exc
+except ImportError:
+    _MISSING = "RedisStore needs redis-py: pip install 'lethe-decay[redis]'"
 
 T = TypeVar("T")
 
 # Connection errors that trying again does not mend (not every redis-py has AuthorizationError).
-_REFUSED: tuple[type[Exception], ...] = tuple(
-    getattr(redis.exceptions, n) for n in ("AuthenticationError", "AuthorizationError") if hasattr(redis.exceptions, n)
+_REFUSED: tuple[type[Exception], ...] = (
+    ()
+    if _MISSING
+    else tuple(
+        getattr(redis.exceptions, n)
+        for n in ("AuthenticationError", "AuthorizationError")
+        if hasattr(redis.exceptions, n)
+    )
 )
 
 # The keys of one memory, in the order every script takes them.
@@ -210,6 +219,8 @@ class RedisStore:
     """
 
     def __init__(self, url: str | redis.Redis, *, prefix: str = "lethe", timeout: float = 30.0) -> None:
+        if _MISSING:
+            raise ImportError(_MISSING)
         timeout = checked_timeout(timeout)
         if isinstance(url, str):
             self._client: redis.Redis = redis.Redis.from_url(
