@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import venv
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -17,6 +19,7 @@ def test_wheel_installs_and_runs_in_a_clean_venv(tmp_path: Path) -> None:
         check=True,
     )
     (wheel,) = dist.glob("lethe_decay-*.whl")  # the distribution is lethe-decay
+    _long_description_links_are_absolute(wheel)
     env = tmp_path / "venv"
     venv.create(env, with_pip=True)
     python = env / ("Scripts" if sys.platform == "win32" else "bin") / "python"
@@ -35,3 +38,18 @@ def test_wheel_installs_and_runs_in_a_clean_venv(tmp_path: Path) -> None:
     script = env / ("Scripts" if sys.platform == "win32" else "bin") / "lethe"
     command = subprocess.run([str(script), "demo"], check=True, capture_output=True, text=True, cwd=tmp_path)
     assert command.stdout == demo.stdout
+
+
+def _long_description_links_are_absolute(wheel: Path) -> None:
+    """PyPI shows the README from the wheel's metadata, where a relative link or image is broken."""
+    with zipfile.ZipFile(wheel) as archive:
+        (name,) = (n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        description = archive.read(name).decode().partition("\n\n")[2]
+    targets = re.findall(r"\]\(([^)]+)\)", description)
+    readme_targets = re.findall(r"\]\(([^)]+)\)", (ROOT / "README.md").read_text())
+    assert len(targets) == len(readme_targets) >= 10
+    for target in targets:
+        assert target.startswith(("https://", "#")), target
+    images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", description)
+    assert images
+    assert all(i.startswith("https://raw.githubusercontent.com/") for i in images), images
