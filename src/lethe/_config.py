@@ -117,7 +117,10 @@ def build(fields: dict[str, Any], source: Config | None = None, held: int = 0) -
     # Entries past their deadline count until a write removes (and reports) them.
     if held > max_entries:
         # Evicting here would run summarize_fn and on_evict behind the caller's back.
-        raise ValueError(f"max_entries={max_entries} is below the size ({held}); evict first")
+        raise ValueError(
+            f"max_entries={max_entries} is below the {held} entries held (expired ones count until "
+            "a write removes them); evict first"
+        )
     half_life = duration(fields["half_life"], "half_life")
     # A half-life the caller did not choose (the default, or the one carried over) yields
     # to the decay function's own; so does one a name was built with ("fsrs" ignores it).

@@ -118,9 +118,11 @@ class Entry(Generic[K, V]):
 
     Entries are immutable: a rehearsal or an update gives the memory a new
     entry and leaves the old one (and every memory holding it) unchanged.
-    That immutability is shallow: ``value``, ``summary`` and the values in
-    ``metadata`` are the objects you passed, not copies, so keep them
-    immutable (or never mutate them) for snapshots to stay what they were.
+    That immutability is shallow: ``value`` and ``summary`` are the objects
+    you passed, not copies, and ``metadata`` is a read-only copy (its dicts,
+    lists and sets copied at any depth) whose inner containers are plain
+    ones; keep them immutable (or never mutate them) for snapshots to stay
+    what they were.
 
     Attributes:
         key: The entry's unique key.
@@ -135,7 +137,8 @@ class Entry(Generic[K, V]):
         summarized: Whether ``summarize_fn`` has run for the current value (versions made
             from this one do not run it again for that value).
             A rehearsal (``get``, ``touch``) keeps it; ``update`` (a new value) resets it.
-        expires_at: Time-to-live deadline; an expired entry scores 0.0.  None for no deadline.
+        expires_at: Time-to-live deadline: from then on the entry is gone for every read of a
+            memory (see :meth:`Memory.put`).  None for no deadline.
         seq: Position in the memory's history of puts; breaks ties between equal scores.
         decay_state: Per-entry state kept by the decay function (for example ACT-R's
             recent access times); None until the first rehearsal.

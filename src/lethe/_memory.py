@@ -171,9 +171,10 @@ class Memory(_Version[K, V]):
     and one reading of the clock.  Share a memory across threads or tasks
     freely: only the reference to the *current* version needs guarding.
 
-    Immutability is shallow: the memory never changes the values, summaries
-    or metadata values you give it, but it does not copy or freeze them
-    either (entry metadata is a read-only mapping, its values are yours).
+    Immutability is shallow: the memory never changes the values and
+    summaries you give it, but it does not copy or freeze them either; entry
+    metadata is copied when put (dicts, lists and sets, at any depth) into a
+    read-only mapping whose inner containers are plain ones.
     Store immutable values (str, int, tuple, frozen dataclasses, ...), or
     never mutate one after putting it: a change would show in every version
     that holds it.
@@ -1242,8 +1243,9 @@ class Memory(_Version[K, V]):
 
         Raises:
             TypeError: an unknown field (named), or a bad hook.
-            ValueError: a bad value; ``max_entries`` below the size (evicting here
-                would run the hooks behind your back: :meth:`evict` or
+            ValueError: a bad value; ``max_entries`` below the number of entries
+                held, expired ones included until a write removes them (evicting
+                here would run the hooks behind your back: :meth:`evict` or
                 :meth:`delete` first).
 
         >>> from datetime import datetime, timezone
