@@ -14,7 +14,6 @@ Clock = Callable[[], _dt.datetime]
 
 UTC = _dt.timezone.utc
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=UTC)
-_US = _dt.timedelta(microseconds=1)
 #: The latest microsecond count :func:`from_us` turns into a datetime: ``datetime.max``
 #: in UTC, rounded down to a float (past 2**53 floats step by more than a microsecond).
 MAX_US = math.nextafter(float((_dt.datetime.max.replace(tzinfo=UTC) - _EPOCH) // _dt.timedelta(microseconds=1)), 0.0)
@@ -51,8 +50,7 @@ def to_us(moment: _dt.datetime, name: str = "now") -> float:
 
 def aware_us(moment: _dt.datetime) -> float:
     """:func:`to_us` of a datetime already known to be aware (a parsed document's instants)."""
-    delta = moment - _EPOCH
-    return float((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds)
+    return float(exact_us(moment))
 
 
 def exact_us(moment: _dt.datetime) -> int:
@@ -65,7 +63,8 @@ def exact_us(moment: _dt.datetime) -> int:
     >>> exact_us(datetime(9000, 1, 1, 0, 0, 0, 123457, tzinfo=timezone.utc)) % 1_000_000
     123457
     """
-    return (moment - _EPOCH) // _US
+    delta = moment - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def to_utc(moment: _dt.datetime, name: str) -> _dt.datetime:

@@ -73,6 +73,15 @@ _unicode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan
 _ascii = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, allow_nan=True).encode
 
 
+def utf8(text: str) -> bool:
+    """Whether ``text`` can be encoded as UTF-8, as every engine stores text (a lone surrogate cannot)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def dumps(value: Any) -> str:
     """``value`` as compact JSON text that every engine can store as UTF-8.
 
@@ -81,12 +90,7 @@ def dumps(value: Any) -> str:
     ``\\u`` escapes, which ``json.loads`` reads back to the same string.
     """
     text = _unicode(value)
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            return _ascii(value)
-    return text
+    return text if text.isascii() or utf8(text) else _ascii(value)
 
 
 # -- writing ----------------------------------------------------------------

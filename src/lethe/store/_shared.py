@@ -52,15 +52,6 @@ def _config_document(config: Config) -> dict[str, Any]:
 _RELOADS = 100
 
 
-def _utf8(text: str) -> bool:
-    """Whether ``text`` can be encoded as UTF-8 (a lone surrogate cannot)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 class _Diverged(Exception):
     """A log record was made on another version than the one folded so far (internal)."""
 
@@ -158,7 +149,7 @@ class Shared(Generic[K, V]):
             raise TypeError(f"template must be a Memory, got {type(template).__name__}")
         if not isinstance(name, str):
             raise TypeError(f"name must be a str, got {type(name).__name__}")
-        if "\x00" in name or not _utf8(name):  # what PostgreSQL's text and Redis's keys cannot hold
+        if "\x00" in name or not _records.utf8(name):  # what PostgreSQL's text and Redis's keys cannot hold
             raise ValueError(f"name must be text without NUL characters or lone surrogates, got {name!r}")
         if type(checkpoint_every) is not int or checkpoint_every < 1:
             raise ValueError(f"checkpoint_every must be a positive int, got {checkpoint_every!r}")
