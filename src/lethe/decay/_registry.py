@@ -13,7 +13,7 @@ from lethe._validate import duration
 from lethe.decay._base import Model
 from lethe.decay._classic import ACTR, AccessWeighted, Exponential
 from lethe.decay._combinators import AccessFrequency, Blend, ByMetadata, Importance, Product, Recency
-from lethe.decay._field import AdaptiveDecay, EbbinghausLTP, PowerLaw, SoftFloor, StabilityExponential
+from lethe.decay._field import _BIG, AdaptiveDecay, EbbinghausLTP, PowerLaw, SoftFloor, StabilityExponential
 from lethe.decay._fsrs import FSRS
 
 __all__ = ["BUILTINS", "by_name", "from_dict"]
@@ -52,18 +52,16 @@ def _stability(half_life: timedelta | float) -> StabilityExponential:
 
 def _adaptive(half_life: timedelta | float) -> AdaptiveDecay:
     seconds = duration(half_life, "half_life")
-    # A fresh entry (N = 1: creation counts as an access; default type) halves after half_life.
-    base_rate = _LN2 * (1.0 + 0.3 * _LN2) / (seconds / 3600.0)
-    if not base_rate <= _ADAPTIVE_MAX_RATE:
-        shortest = _LN2 * (1.0 + 0.3 * _LN2) / _ADAPTIVE_MAX_RATE * 3600.0
+    # A fresh entry (N = 1: creation counts as an access; default type) halves after half_life:
+    # base_rate * hours = ln 2 * stability, stability = 1 + 0.3 * ln(1 + N).
+    halving = _LN2 * (1.0 + 0.3 * _LN2)
+    base_rate = halving / (seconds / 3600.0)
+    if not base_rate <= _BIG:  # AdaptiveDecay's bound on base_rate
         raise ValueError(
             f"half_life: {seconds:.6g} s is too short for 'adaptive', whose rate is per hour "
-            f"(base_rate <= {_ADAPTIVE_MAX_RATE:g}); the shortest is {shortest:.6g} s"
+            f"(base_rate <= {_BIG:g}); the shortest is {halving / _BIG * 3600.0:.6g} s"
         )
     return AdaptiveDecay(base_rate=base_rate)
-
-
-_ADAPTIVE_MAX_RATE = 1e6  # AdaptiveDecay's bound on base_rate
 
 
 def _fsrs(half_life: timedelta | float) -> FSRS:
