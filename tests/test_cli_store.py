@@ -203,7 +203,8 @@ def test_a_store_kept_with_a_custom_decay_function(tmp_path: Path) -> None:
     assert "--model" in result.stdout
     assert "n/a" in rows(result.stdout)["deploy"]
     doc = json.loads(run("inspect", str(path), "--at", AT, "--json").stdout)
-    assert doc["decay_fn"] == {"name": "custom"}
+    here = f"{__name__}.{test_a_store_kept_with_a_custom_decay_function.__qualname__}"
+    assert doc["decay_fn"] == {"name": "custom", "function": f"{here}.<locals>.<lambda>"}
     assert all(e["score"] is None for e in doc["entries"])
     scored = json.loads(run("inspect", str(path), "--at", AT, "--json", "--model", "exponential").stdout)
     assert {e["key"]: e["score"] for e in scored["entries"]}["deploy"] == pytest.approx(0.5**1.5)

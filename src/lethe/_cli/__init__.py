@@ -2,7 +2,8 @@
 
 * ``demo`` (the default): a short demonstration with a simulated clock.
 * ``curves``: the built-in decay curves as a terminal chart.
-* ``inspect FILE``: a saved ``Memory.to_dict()``, or a memory in a lethe store, as a table (or JSON).
+* ``inspect FILE``: a saved ``Memory.to_dict()``, or a memory in a lethe store (an SQLite file,
+  or a Redis or PostgreSQL URL), as a table (or JSON).
 * ``simulate LOG.jsonl``: replay a log of operations through a model and a capacity.
 
 Bad input is reported in one line on stderr with exit status 2.
@@ -21,6 +22,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from lethe._cli import _inspect
 from lethe._cli._curves import curve_points, curves
 from lethe._cli._demo import demo
 from lethe._cli._format import CLIError, Progress, format_duration, parse_duration, parse_time, write_json
@@ -65,8 +67,19 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser(
         "inspect", help="show the entries of a saved Memory.to_dict() JSON file or of a memory in a lethe store"
     )
-    i.add_argument("file", metavar="FILE", help="a Memory.to_dict() JSON file or a lethe SQLite store (read only)")
+    i.add_argument(
+        "file",
+        metavar="FILE",
+        help="a Memory.to_dict() JSON file, a lethe SQLite store, or the URL of a Redis "
+        "(redis://, rediss://, unix://) or PostgreSQL (postgresql://, postgres://) store; read only",
+    )
     i.add_argument("--name", metavar="NAME", help="the memory to show, in a store holding several")
+    i.add_argument("--prefix", metavar="PREFIX", help="the key prefix of a Redis store (default: RedisStore's, lethe)")
+    i.add_argument(
+        "--timeout",
+        metavar="DURATION",
+        help=f"how long to keep trying to reach a store server (default {_inspect.DEFAULT_TIMEOUT:g}s)",
+    )
     i.add_argument("--at", metavar="ISO-TIME", help="the moment to score at (default: now)")
     i.add_argument("--top", type=int, metavar="N", help="show only the first N entries")
     i.add_argument("--sort", choices=("score", "age", "key"), default="score")
@@ -102,7 +115,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "curves":
             return curves(args.model, args.half_life, args.span)
         if args.command == "inspect":
-            return inspect(args.file, args.at, args.top, args.sort, args.json, model=args.model, name=args.name)
+            return inspect(
+                args.file,
+                args.at,
+                args.top,
+                args.sort,
+                args.json,
+                model=args.model,
+                name=args.name,
+                prefix=args.prefix,
+                timeout=args.timeout,
+            )
         if args.command == "simulate":
             report = simulate(args.log, args.model, args.half_life, args.capacity)
             if args.json:

@@ -1,7 +1,9 @@
 """``lethe inspect FILE``: a saved ``Memory.to_dict()`` as a table (or JSON) at a chosen moment.
 
-``FILE`` may also be a lethe store (``lethe.store.SQLiteStore``, told by its content): the
-memory ``--name`` in it, at its latest version, read without writing to the file.
+``FILE`` may also be a lethe store: an SQLite file (``lethe.store.SQLiteStore``, told by its
+content), or the URL of a Redis (``RedisStore``) or PostgreSQL (``PostgresStore``) server,
+told by its scheme.  The memory ``--name`` in it is read at its latest version, without
+writing to the store.  A password in a URL is never printed.
 
 Scores, states and forecasts are the library's own: ``Memory.scored``,
 ``Memory.time_until`` (when an entry falls below a threshold) and
@@ -12,15 +14,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
+from urllib.parse import unquote
 
 from lethe import ClockWarning, Entry, ManualClock, Memory
 from lethe._cli._format import (
@@ -28,6 +32,7 @@ from lethe._cli._format import (
     Progress,
     format_duration,
     json_type,
+    parse_duration,
     parse_time,
     preview,
     read_lines,
@@ -65,6 +70,87 @@ class Loaded:
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 
+#: The URL schemes ``inspect`` reads a store server at, and the server each names (those that
+#: ``redis.Redis.from_url`` and libpq take).
+STORE_SCHEMES = {
+    "redis://": "redis",
+    "rediss://": "redis",
+    "unix://": "redis",
+    "postgresql://": "postgres",
+    "postgres://": "postgres",
+}
+
+#: What looks like a URL (``scheme://``), store or not.
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def server_of(path: str) -> str | None:
+    """``"redis"`` or ``"postgres"`` for a store URL (by its scheme), None for a file path.
+
+    >>> server_of("redis://localhost:6379/0"), server_of("postgres://db/agents"), server_of("agent-memory.db")
+    ('redis', 'postgres', None)
+    """
+    return next((server for scheme, server in STORE_SCHEMES.items() if path.startswith(scheme)), None)
+
+
+def _query_pair(match: re.Match[str]) -> str:
+    """A ``key=value`` pair of a URL's query, its value hidden if the key names a password."""
+    return f"{match[1]}{match[2]}=***" if "password" in unquote(match[2]).lower() else match[0]
+
+
+def shown(path: str) -> str:
+    """``path`` as printed: a URL's passwords (in its user information and in query parameters
+    such as ``password`` and ``sslpassword``) replaced by ``***``; a file path as it is.
+
+    The user information is taken to end at the last ``@`` before the first ``/`` after the
+    host (as libpq reads it, which holds what ``urllib`` reads as the user information).
+
+    >>> shown("redis://default:s3cret@cache:6379/0")
+    'redis://default:***@cache:6379/0'
+    >>> shown("postgresql://app@db/agents?password=s3cret&sslmode=require")
+    'postgresql://app@db/agents?password=***&sslmode=require'
+    >>> shown("agent-memory.db")
+    'agent-memory.db'
+    """
+    if not _URL.match(path):
+        return path
+    scheme, rest = path.split("://", 1)
+    authority, slash, tail = rest.partition("/")
+    if "@" in authority:
+        userinfo, host = authority.rsplit("@", 1)
+        if ":" in userinfo:
+            userinfo = userinfo.split(":", 1)[0] + ":***"
+        authority = f"{userinfo}@{host}"
+    return f"{scheme}://" + re.sub(r"([?&])([^?&=]*)=([^&]*)", _query_pair, authority + slash + tail)
+
+
+def _secrets(path: str) -> list[str]:
+    """The passwords :func:`shown` hides in the URL ``path``, as written and percent-decoded, longest first."""
+    if not _URL.match(path):
+        return []
+    rest = path.split("://", 1)[1]
+    authority = rest.partition("/")[0]
+    found = []
+    if "@" in authority and ":" in authority.rsplit("@", 1)[0]:
+        found.append(authority.rsplit("@", 1)[0].split(":", 1)[1])
+    for pair in re.split(r"[?&]", rest):
+        key, equals, value = pair.partition("=")
+        if equals and "password" in unquote(key).lower():
+            found.append(value)
+    return sorted({form for secret in found for form in (secret, unquote(secret)) if form}, key=len, reverse=True)
+
+
+def scrubbed(text: str, path: str) -> str:
+    """``text``, a message about ``path``, safe to print: for a URL, one line, and any password of
+    it (see :func:`shown`) replaced by ``***``, as client libraries may quote the URL they were given."""
+    if not _URL.match(path):
+        return text
+    text = " ".join(text.split())
+    for secret in _secrets(path):
+        text = text.replace(secret, "***")
+    return text
+
+
 def is_store(path: str) -> bool:
     """Whether ``path`` is an SQLite database (a lethe store, if anything), by its first bytes, whatever its name.
 
@@ -75,6 +161,9 @@ def is_store(path: str) -> bool:
         with open(path, "rb") as fh:
             return fh.read(len(SQLITE_HEADER)) == SQLITE_HEADER
     except FileNotFoundError:
+        if _URL.match(path):
+            schemes = ", ".join(STORE_SCHEMES)
+            raise CLIError(f"{shown(path)}: no such file, and not a store URL (one starts with {schemes})") from None
         raise CLIError(f"{path}: no such file") from None
     except OSError as exc:
         raise CLIError(f"{path}: cannot read: {exc}") from None
@@ -114,93 +203,348 @@ def _untouched(path: str) -> Iterator[None]:
         conn.close()
 
 
+def _stand_in(identity: str | None) -> Callable[[Entry[Any, Any], datetime], float]:
+    """:func:`_unscored` under the identity a store keeps for a custom decay function (its
+    ``function`` field; None for a store that keeps none): a decay function's declared
+    ``name`` is its identity, so ``Shared`` takes the stand-in for the stored function."""
+
+    def unscored(entry: Entry[Any, Any], now: datetime) -> float:
+        return _unscored(entry, now)
+
+    if identity is not None:
+        unscored.__dict__["name"] = identity
+    return unscored
+
+
 def _template(config_text: str, clock: ManualClock) -> tuple[Memory[Any, Any], dict[str, Any]]:
     """An empty memory under the stored configuration, and the stored ``decay_fn`` document.
 
-    A custom decay function is stored by its kind only; :func:`_unscored` stands in for it.
+    A custom decay function cannot be rebuilt: a :func:`_stand_in` takes its place.
     """
     config = json.loads(config_text)
     if not isinstance(config, dict) or not isinstance(config.get("decay_fn"), dict):
         raise ValueError(f"expected a JSON object with a decay_fn object, got {config_text:.80}")
     saved: dict[str, Any] = config["decay_fn"]
-    custom = saved.get("name") == "custom"
+    function = saved.get("function")
+    stand_in = _stand_in(function if isinstance(function, str) else None) if saved.get("name") == "custom" else None
     # The fields Memory.to_dict() writes besides the configuration (format, entries, ...) from an empty memory.
     data = {**Memory().to_dict(), **config}
-    return Memory.from_dict(data, clock_fn=clock, decay_fn=_unscored if custom else None), saved
+    return Memory.from_dict(data, clock_fn=clock, decay_fn=stand_in), saved
 
 
-def read_store(path: str, name: str | None, clock: ManualClock) -> tuple[dict[str, Any], str, int]:
-    """The latest version of the memory ``name`` in the lethe store ``path``, as ``Memory.to_dict()`` writes it,
-    with the stored ``decay_fn`` document; and its name and version.
+#: Seconds ``inspect`` keeps trying to reach a store server by default (``--timeout``).
+DEFAULT_TIMEOUT = 10.0
 
-    Nothing is written: the file must exist (``SQLiteStore`` would create it; :func:`load` checks)
-    and hold tables (see :func:`_untouched`).  ``name`` may be None when the store holds exactly
-    one memory.
+
+class Readable(Protocol):
+    """The reading half of a :class:`~lethe.store.Store`: what ``inspect`` uses of one."""
+
+    def names(self) -> list[str]:
+        """See :meth:`lethe.store.Store.names`."""
+        ...
+
+    def config(self, name: str) -> str:
+        """See :meth:`lethe.store.Store.config`."""
+        ...
+
+    def load(self, name: str) -> tuple[int, str, list[str]]:
+        """See :meth:`lethe.store.Store.load`."""
+        ...
+
+    def read(self, name: str, after: int, upto: int | None = None) -> Sequence[tuple[int, str]]:
+        """See :meth:`lethe.store.Store.read`."""
+        ...
+
+    def wait(self, name: str, after: int, timeout: float) -> int:
+        """See :meth:`lethe.store.Store.wait`."""
+        ...
+
+    def time(self) -> float:
+        """See :meth:`lethe.store.Store.time`."""
+        ...
+
+    def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[str]]:
+        """See :meth:`lethe.store.Store.checkpoint`."""
+        ...
+
+    def close(self) -> None:
+        """See :meth:`lethe.store.Store.close`."""
+        ...
+
+
+class ReadOnly:
+    """A :class:`~lethe.store.Store` that reads through to ``store`` and refuses every write
+    with :class:`~lethe.store.StoreError`: what ``inspect`` hands :class:`~lethe.store.Shared`,
+    so that a name gone between the check that it exists and the read is not created again.
+    """
+
+    def __init__(self, store: Readable) -> None:
+        self._store = store
+
+    @staticmethod
+    def _refused(what: str) -> StoreError:
+        return StoreError(f"inspect writes nothing, and {what}")
+
+    def names(self) -> list[str]:
+        """See :meth:`lethe.store.Store.names`."""
+        return self._store.names()
+
+    def config(self, name: str) -> str:
+        """See :meth:`lethe.store.Store.config`."""
+        return self._store.config(name)
+
+    def open(self, name: str, config: str, head: str, rows: Sequence[tuple[int, str]]) -> str:
+        """Refused: it would create ``name``."""
+        raise self._refused(f"{name!r} is not in the store any more: it is not created")
+
+    def load(self, name: str) -> tuple[int, str, list[str]]:
+        """See :meth:`lethe.store.Store.load`."""
+        return self._store.load(name)
+
+    def read(self, name: str, after: int, upto: int | None = None) -> Sequence[tuple[int, str]]:
+        """See :meth:`lethe.store.Store.read`."""
+        return self._store.read(name, after, upto)
+
+    def append(
+        self,
+        name: str,
+        version: int,
+        record: str,
+        head: str,
+        written: Sequence[tuple[int, str]],
+        removed: Sequence[int],
+    ) -> bool:
+        """Refused: a commit."""
+        raise self._refused(f"commits nothing to {name!r}")
+
+    def wait(self, name: str, after: int, timeout: float) -> int:
+        """See :meth:`lethe.store.Store.wait`."""
+        return self._store.wait(name, after, timeout)
+
+    def time(self) -> float:
+        """See :meth:`lethe.store.Store.time`."""
+        return self._store.time()
+
+    def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[str]]:
+        """See :meth:`lethe.store.Store.checkpoint`."""
+        return self._store.checkpoint(name, at_most)
+
+    def compact(self, name: str, min_gap: int) -> bool:
+        """Refused: it writes a checkpoint."""
+        raise self._refused(f"makes no checkpoint of {name!r}")
+
+    def drop(self, name: str) -> bool:
+        """Refused: it removes ``name``."""
+        raise self._refused(f"removes nothing of {name!r}")
+
+    def close(self) -> None:
+        """Close ``store``."""
+        self._store.close()
+
+
+def _postgres_untouched(url: str, timeout: float) -> None:
+    """Refuse a PostgreSQL database without lethe's tables (checked on a read-only session):
+    ``PostgresStore`` creates them in a database that has none.
+
+    The session takes ``options`` as ``PostgresStore``'s does (overriding any in the URL), so
+    both look for the tables on the same ``search_path``.
 
     Raises:
-        CLIError: no such file, not a lethe store (or a newer one), no such name (the message lists
-            the names held), or a configuration or log that cannot be read.
+        CLIError: psycopg is not installed, the URL is malformed, the server cannot be reached
+            or the tables cannot be read, or there are none.
     """
+    where = shown(url)
     try:
-        with _untouched(path), SQLiteStore(path) as store:
-            names = store.names()
-            held = ", ".join(map(repr, names)) or "none"
-            if name is None:
-                if not names:
-                    raise CLIError(f"{path}: the store holds no memories")
-                if len(names) != 1:
-                    raise CLIError(f"{path}: holds {len(names)} memories ({held}); choose one with --name")
-                name = names[0]
+        import psycopg
+        from psycopg import errors
+    except ImportError:
+        raise CLIError(f"{where}: reading PostgreSQL needs psycopg 3: pip install 'lethe-decay[postgres]'") from None
+    try:
+        conn = psycopg.connect(
+            url,
+            autocommit=True,
+            connect_timeout=max(1, round(timeout)),
+            options="-c default_transaction_read_only=on",
+        )
+    except psycopg.OperationalError as exc:
+        raise CLIError(f"{where}: cannot connect to PostgreSQL: {exc}") from None
+    except psycopg.Error as exc:  # libpq refused the URL itself
+        raise CLIError(f"{where}: not a valid PostgreSQL URL: {exc}") from None
+    with conn:
+        try:
+            found = conn.execute("SELECT count(*) FROM lethe_meta").fetchone()
+        except errors.UndefinedTable:
+            found = None
+        except psycopg.Error as exc:
+            raise CLIError(f"{where}: cannot read the store: {exc}") from None
+    if not found or not found[0]:
+        raise CLIError(f"{where}: not a lethe store (a database without lethe's tables)")
+
+
+def _server_store(url: str, server: str, prefix: str | None, timeout: float) -> tuple[Readable, str]:
+    """The store at the URL ``url`` of a ``server`` (see :func:`server_of`), opened without
+    writing, and what to add to "holds no memories" (the key prefix of a Redis store).
+
+    Raises:
+        CLIError: its client library is not installed, or the URL is malformed (and see
+            :func:`_postgres_untouched`).
+        StoreError: the server cannot be reached, or holds a store of a newer lethe.
+    """
+    where = shown(url)
+    try:
+        if server == "redis":
+            from lethe.store import RedisStore
+
             try:
-                config_text = store.config(name)
-            except KeyError:
-                raise CLIError(f"{path}: no memory named {name!r}; the store holds {held}") from None
-            try:
-                template, saved = _template(config_text, clock)
-            except (ValueError, RecursionError) as exc:
-                raise CLIError(f"{path}: {name!r}: the stored configuration cannot be read: {exc}") from None
-            try:
-                with warnings.catch_warnings():
-                    # The memory is read again below, at --at: that reading reports a clock ahead of it.
-                    warnings.simplefilter("ignore", ClockWarning)
-                    shared = Shared(store, name, template)
-                    mem = shared.current()
-            except StoreError as exc:  # a checkpoint or log record that cannot be read
-                raise CLIError(f"{path}: {exc}") from None
-            except ValueError as exc:  # the stored configuration, read back, differs from itself
-                raise CLIError(f"{path}: {name!r}: {exc}") from None
-            data = mem.to_dict()
-    except StoreError as exc:  # not a lethe store, or a newer one: the message names the file
-        raise CLIError(str(exc)) from None
-    except sqlite3.Error as exc:
-        raise CLIError(f"{path}: cannot read the store: {exc}") from None
+                if prefix is None:
+                    kept = RedisStore(url, timeout=timeout)
+                else:
+                    kept = RedisStore(url, prefix=prefix, timeout=timeout)
+            except ValueError as exc:  # redis-py's: a malformed URL
+                raise CLIError(f"{where}: not a valid Redis URL: {exc}") from None
+            return kept, f" under the key prefix {kept.prefix!r} (--prefix)"
+        _postgres_untouched(url, timeout)
+        from lethe.store import PostgresStore
+
+        return PostgresStore(url, timeout=timeout), ""
+    except ImportError as exc:  # the store's own message: what to install
+        raise CLIError(f"{where}: {exc}") from None
+
+
+def _client_errors(server: str | None) -> tuple[type[Exception], ...]:
+    """The errors of the client library of ``server`` (none for a file, or when it is not installed)."""
+    try:
+        if server == "redis":
+            import redis
+
+            return (redis.RedisError,)
+        if server == "postgres":
+            import psycopg
+
+            return (psycopg.Error,)
+    except ImportError:
+        pass
+    return ()
+
+
+def _read(
+    store: ReadOnly, where: str, name: str | None, clock: ManualClock, empty: str
+) -> tuple[dict[str, Any], str, int]:
+    """What :func:`read_store` returns, read from ``store`` (``where`` names it in messages;
+    ``empty`` follows "holds no memories")."""
+    names = store.names()
+    held = ", ".join(map(repr, names)) if names else "none" + empty
+    if name is None:
+        if not names:
+            raise CLIError(f"{where}: the store holds no memories{empty}")
+        if len(names) != 1:
+            raise CLIError(f"{where}: holds {len(names)} memories ({held}); choose one with --name")
+        name = names[0]
+    try:
+        config_text = store.config(name)
+    except KeyError:
+        raise CLIError(f"{where}: no memory named {name!r}; the store holds {held}") from None
+    try:
+        template, saved = _template(config_text, clock)
+    except (ValueError, RecursionError) as exc:
+        raise CLIError(f"{where}: {name!r}: the stored configuration cannot be read: {exc}") from None
+    try:
+        with warnings.catch_warnings():
+            # The memory is read again below, at --at: that reading reports a clock ahead of it.
+            warnings.simplefilter("ignore", ClockWarning)
+            shared = Shared(store, name, template)
+            mem = shared.current()
+    except StoreError as exc:  # a checkpoint or log record that cannot be read
+        raise CLIError(f"{where}: {exc}") from None
+    except ValueError as exc:  # the stored configuration, read back, differs from itself
+        raise CLIError(f"{where}: {name!r}: {exc}") from None
+    data = mem.to_dict()
     data["decay_fn"] = saved
     return data, name, shared.version
 
 
-def load(path: str, clock: ManualClock, model: str | None = None, name: str | None = None) -> Loaded:
+def read_store(
+    path: str, name: str | None, clock: ManualClock, prefix: str | None = None, timeout: float = DEFAULT_TIMEOUT
+) -> tuple[dict[str, Any], str, int]:
+    """The latest version of the memory ``name`` in the lethe store ``path``, as ``Memory.to_dict()`` writes it,
+    with the stored ``decay_fn`` document; and its name and version.
+
+    ``path`` is an SQLite file or the URL of a Redis or PostgreSQL server (see :func:`server_of`;
+    ``prefix`` is a Redis store's key prefix, its default when None, and ``timeout`` how long
+    to keep trying to reach a server).  ``name`` may be None when the store holds exactly one
+    memory.
+
+    Nothing is written: the file must exist (``SQLiteStore`` would create it; :func:`load` checks)
+    and hold tables (see :func:`_untouched`); a PostgreSQL database must hold lethe's tables
+    (``PostgresStore`` would create them); the store is read through :class:`ReadOnly`, after
+    checking that it holds ``name``.
+
+    Raises:
+        CLIError: no such file, not a lethe store (or a newer one), no such name (the message lists
+            the names held), a configuration or log that cannot be read, a server that cannot be
+            reached, a malformed URL, or a client library that is not installed.
+    """
+    server = server_of(path)
+    where = shown(path)
+    try:
+        if server is None:
+            with _untouched(path), SQLiteStore(path) as sqlite:
+                return _read(ReadOnly(sqlite), where, name, clock, "")
+        store, empty = _server_store(path, server, prefix, timeout)
+        try:
+            return _read(ReadOnly(store), where, name, clock, empty)
+        finally:
+            store.close()
+    except StoreError as exc:  # not a lethe store, or a newer one (an SQLite store's message names the file)
+        raise CLIError(str(exc) if server is None else f"{where}: {exc}") from None
+    except sqlite3.Error as exc:
+        raise CLIError(f"{path}: cannot read the store: {exc}") from None
+    except _client_errors(server) as exc:
+        raise CLIError(f"{where}: cannot read the store: {type(exc).__name__}: {exc}") from None
+
+
+def load(
+    path: str,
+    clock: ManualClock,
+    model: str | None = None,
+    name: str | None = None,
+    prefix: str | None = None,
+    timeout: float | None = None,
+) -> Loaded:
     """The memory saved in ``path`` (CLIError with one line for every kind of bad file).
 
     ``path`` is a ``Memory.to_dict()`` JSON file or, told apart by its content, a lethe store
-    (``SQLiteStore``), read without writing: the memory ``name`` in it (optional when it holds
-    only one), at its latest version.  A memory saved with a custom decay function is loaded
-    unscored unless ``model`` names a built-in to score it with.
+    (``SQLiteStore``), or the URL of a Redis or PostgreSQL server holding one (see
+    :func:`server_of`; ``prefix``, a Redis store's key prefix, and ``timeout``, how long to
+    keep trying to reach the server, are for those), read without writing: the memory ``name``
+    in it (optional when it holds only one), at its latest version.  A memory saved with a
+    custom decay function is loaded unscored unless ``model`` names a built-in to score it with.
     """
     if model is not None and model not in BUILTINS:
         raise CLIError(f"--model: unknown decay function {model!r}; choose one of {sorted(BUILTINS)}")
+    server = server_of(path)
+    where = shown(path)
+    if prefix is not None and server != "redis":
+        raise CLIError(f"--prefix: {where} is not a Redis URL (--prefix is the key prefix of a Redis store)")
+    if timeout is not None and server is None:
+        raise CLIError(f"--timeout: {where} is not a store URL (--timeout is how long to try to reach a server)")
     version: int | None = None
-    if is_store(path):
+    if server is not None:
+        data, name, version = read_store(path, name, clock, prefix, DEFAULT_TIMEOUT if timeout is None else timeout)
+    elif is_store(path):
         data, name, version = read_store(path, name, clock)
     elif name is not None:
-        raise CLIError(f"--name: {path} is not a lethe store (--name picks a memory in an SQLite store file)")
+        raise CLIError(
+            f"--name: {where} is not a lethe store (--name picks a memory in an SQLite store file or at a store URL)"
+        )
     else:
         text = "".join(read_lines(path))
         try:
             data = json.loads(text)
         except (ValueError, RecursionError) as exc:
-            raise CLIError(f"{path}: not valid JSON: {exc}") from None
+            raise CLIError(f"{where}: not valid JSON: {exc}") from None
         if not isinstance(data, dict):
-            raise CLIError(f"{path}: expected a JSON object saved by Memory.to_dict(), got a JSON {json_type(data)}")
+            raise CLIError(f"{where}: expected a JSON object saved by Memory.to_dict(), got a JSON {json_type(data)}")
     saved: Any = data.get("decay_fn")
     custom = isinstance(saved, dict) and saved.get("name") == "custom"
     # A store keeps no repr of a custom decay function, only that it was custom.
@@ -222,13 +566,13 @@ def load(path: str, clock: ManualClock, model: str | None = None, name: str | No
             warnings.simplefilter("always", ClockWarning)
             mem = Memory.from_dict(data, clock_fn=clock, decay_fn=decay_fn)
     except Exception as exc:
-        raise CLIError(f"{path}: not a saved memory: {exc}") from None
+        raise CLIError(f"{where}: not a saved memory: {exc}") from None
     for warning in caught:
         if issubclass(warning.category, ClockWarning):  # one plain line, not a Python warning
-            print(f"note: {path}: {warning.message}", file=sys.stderr)
+            print(f"note: {where}: {warning.message}", file=sys.stderr)
         else:
             warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
-    shown = saved if decay_fn is _unscored else getattr(mem.decay_fn, "to_dict", lambda: {"name": "?"})()
+    decay_doc = saved if decay_fn is _unscored else getattr(mem.decay_fn, "to_dict", lambda: {"name": "?"})()
     if decay_fn is _unscored:
         model_text = "custom decay function" + ("" if described is None else f" {described}")
     else:
@@ -237,7 +581,7 @@ def load(path: str, clock: ManualClock, model: str | None = None, name: str | No
         memory=mem,
         scored=decay_fn is not _unscored,
         scores=scores,
-        decay_fn=shown,
+        decay_fn=decay_doc,
         model_text=model_text,
         name=name,
         version=version,
@@ -363,28 +707,42 @@ def inspect(
     top: int | None = None,
     sort: str = "score",
     as_json: bool = False,
-    out: TextIO = sys.stdout,
+    out: TextIO | None = None,
     model: str | None = None,
     name: str | None = None,
+    prefix: str | None = None,
+    timeout: str | None = None,
 ) -> int:
     """Print the entries of a saved memory with their scores, states, summaries and threshold crossings.
 
-    ``path`` is a ``Memory.to_dict()`` JSON file or a lethe store; ``name`` picks the memory in a store.
+    ``path`` is a ``Memory.to_dict()`` JSON file, a lethe store file or a store URL; ``name``
+    picks the memory in a store, ``prefix`` is a Redis store's key prefix, and ``timeout`` (a
+    duration: ``30s``, ``2m``) how long to keep trying to reach a server.  A URL is printed
+    without its password, in the output and in errors.  Prints to ``out``, else to
+    ``sys.stdout`` as it is when called.
     """
+    if out is None:
+        out = sys.stdout
     moment = datetime.now(timezone.utc) if at is None else parse_time(at, "--at")
     if top is not None and top < 0:
         raise CLIError(f"--top: must be >= 0, got {top}")
+    seconds = None if timeout is None else parse_duration(timeout, "--timeout")
     clock = ManualClock(moment)
-    loaded = load(path, clock, model, name)
+    try:
+        loaded = load(path, clock, model, name, prefix, seconds)
+    except CLIError as exc:
+        raise CLIError(scrubbed(str(exc), path)) from None
+    where = shown(path)
     mem = loaded.memory
     rows, by_state = inspect_rows(mem, clock, moment, sort, top, loaded.scored)
     half_life = half_life_of(mem) if loaded.scored else None
     upcoming = _next_eviction(mem) if loaded.scored else None
     expired = by_state.get("expired", 0)  # gone for every read, still in the file
-    held = f"{len(mem)}/{mem.max_entries} entries" + (f" (+{expired} expired, still in the file)" if expired else "")
+    kept_in = "the file" if server_of(path) is None else "the store"
+    held = f"{len(mem)}/{mem.max_entries} entries" + (f" (+{expired} expired, still in {kept_in})" if expired else "")
     if as_json:
         doc = {
-            "file": path,
+            "file": where,
             **({} if loaded.version is None else {"name": loaded.name, "version": loaded.version}),
             "at": moment.isoformat(),
             "size": len(mem),
@@ -420,10 +778,10 @@ def inspect(
         write_json(doc, out)
         return 0
     w = out.write
-    where = "" if loaded.version is None else f"{loaded.name} @ version {loaded.version}, "
+    which = "" if loaded.version is None else f"{loaded.name} @ version {loaded.version}, "
     next_text = "unavailable" if not loaded.scored else "never" if upcoming is None else upcoming.isoformat()
     w(
-        f"{path}: {where}{held}, {loaded.model_text}, at {moment.isoformat()}\n"
+        f"{where}: {which}{held}, {loaded.model_text}, at {moment.isoformat()}\n"
         f"scores: {loaded.scores}; "
         + (f"half-life {format_duration(half_life)}\n" if half_life is not None else "no half-life\n")
         + f"thresholds: summarize < {mem.summarize_threshold:g}, evict < {mem.eviction_threshold:g}; "

@@ -13,6 +13,8 @@ as Protocols in :mod:`lethe.decay._protocol`.
 
 from __future__ import annotations
 
+import re
+import types
 from collections.abc import Callable, Hashable
 from datetime import datetime
 from typing import Any
@@ -30,6 +32,7 @@ __all__ = [
     "check_decay_function",
     "checked_score",
     "dumped_state",
+    "identity",
     "is_builtin",
     "name_of",
     "part_dict",
@@ -124,6 +127,32 @@ def to_dict(fn: object) -> dict[str, Any]:
         data: dict[str, Any] = dump()
         return data
     return {"name": CUSTOM, "repr": repr(fn)[:200]}
+
+
+#: What Python prints for where an object lives (``<function f at 0x7f...>``): another in every process.
+_ADDRESS = re.compile(r" at 0x[0-9A-Fa-f]+")
+
+
+def identity(fn: object) -> str:
+    """What a decay function lethe cannot rebuild is known by, the same in every process.
+
+    A name the function declares (a ``str`` attribute ``name``), else its
+    qualified name for a function (``module.qualname``), else its module and its
+    ``repr`` (so a dataclass's declared parameters count) with the addresses
+    Python prints for functions and objects left out.  Two lambdas of one
+    module share an identity: give a decay function a name.
+
+    >>> def hourly(entry, now):
+    ...     return 1.0
+    >>> identity(hourly)
+    'lethe.decay._adapter.hourly'
+    """
+    declared = getattr(fn, "name", None)
+    if isinstance(declared, str):
+        return declared
+    if isinstance(fn, (types.FunctionType, types.BuiltinFunctionType)):
+        return f"{fn.__module__}.{fn.__qualname__}"
+    return f"{type(fn).__module__}.{_ADDRESS.sub('', repr(fn))}"
 
 
 class Custom(Exception):

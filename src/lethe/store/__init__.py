@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from lethe.store._clock import StoreClock
 from lethe.store._engine import Store
-from lethe.store._errors import CommitUnknown, StoreError
+from lethe.store._errors import CommitUnknown, StoreError, TemplateIgnored
 from lethe.store._memory import InMemoryStore
 from lethe.store._shared import Shared
 from lethe.store._sqlite import SQLiteStore
@@ -42,6 +42,7 @@ __all__ = [
     "Store",
     "StoreClock",
     "StoreError",
+    "TemplateIgnored",
 ]
 
 

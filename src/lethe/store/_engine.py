@@ -53,6 +53,15 @@ def check_format(meta: Mapping[str, str], where: str = "") -> None:
         )
 
 
+def config_missing(name: str, where: str = "") -> str:
+    """What :meth:`Store.open` says of a memory whose configuration is gone but not the rest of it."""
+    return (
+        f"{where}{name!r}: the configuration of an existing memory is missing (the rest of it is still"
+        f" there: a damaged store, or keys lost or evicted); nothing was written, and it is not created"
+        f" afresh over what is left. store.drop({name!r}) removes what is left"
+    )
+
+
 @runtime_checkable
 class Store(Protocol):
     """What :class:`~lethe.store.Shared` needs from a store of named, versioned logs.
@@ -85,6 +94,12 @@ class Store(Protocol):
         entry ``rows`` (``(seq, row)`` pairs), and a checkpoint of that
         version.  When ``name`` exists nothing is written and the
         configuration it was created with is returned (the caller compares it).
+
+        Raises:
+            StoreError: the configuration of ``name`` is missing while the rest of it is
+                still there (a damaged store: lost keys or rows); nothing is written, so a
+                memory is never reset behind its writers' backs.  :meth:`drop` removes
+                what is left.
         """
         ...
 
@@ -102,6 +117,9 @@ class Store(Protocol):
 
         Records older than the older of the two newest checkpoints may be gone
         (compaction): a caller checks that the first version returned is ``after + 1``.
+
+        Raises:
+            KeyError: ``name`` was never opened.
         """
         ...
 
@@ -174,6 +192,20 @@ class Store(Protocol):
         """
         ...
 
+    def drop(self, name: str) -> bool:
+        """Remove the memory ``name`` at once: its configuration, state, log and checkpoints,
+        and its name from :meth:`names`.  Return whether there was anything to remove (False
+        for a name never opened, or dropped already: nothing is written).
+
+        Afterwards the methods that read or write ``name`` raise ``KeyError``, as for a name
+        never opened (so a :class:`~lethe.store.Shared` still holding a replica of it raises
+        :class:`StoreError`), and :meth:`open` creates it afresh.  This is also the way to
+        remove what is left of a damaged memory that :meth:`open` refuses.
+        """
+        ...
+
     def close(self) -> None:
-        """Release what the engine holds (connections); a closed engine is not used again."""
+        """Release what the engine holds (connections); a closed engine is not used again:
+        an engine that holds connections raises :class:`StoreError` from every method
+        afterwards, a thread blocked in :meth:`wait` included."""
         ...

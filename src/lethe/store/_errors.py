@@ -38,3 +38,16 @@ class CommitUnknown(StoreError):
     >>> issubclass(CommitUnknown, StoreError)
     True
     """
+
+
+class TemplateIgnored(UserWarning):
+    """A :class:`~lethe.store.Shared` opened a name the store already holds with a
+    template that has entries: those entries were not written.
+
+    A template's entries only fill a name the store does not hold yet; once it
+    exists, every process reads the stored entries.  Write new entries with
+    :meth:`~lethe.store.Shared.update`, or open with an empty template.
+
+    >>> issubclass(TemplateIgnored, UserWarning)
+    True
+    """

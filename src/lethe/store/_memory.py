@@ -23,7 +23,9 @@ class InMemoryStore:
 
     It behaves as :class:`~lethe.store.SQLiteStore` does (compare-and-swap
     appends, checkpoints, compaction) but lasts as long as the object: share
-    it between threads of one process, not between processes.
+    it between threads of one process, not between processes.  :meth:`drop`
+    removes a memory (a thread waiting on it gets ``KeyError``); :meth:`close`
+    releases nothing, and the store stays usable.
 
     >>> from lethe import Memory
     >>> from lethe.store import InMemoryStore, Shared
@@ -94,7 +96,9 @@ class InMemoryStore:
         """See :meth:`lethe.store.Store.wait`."""
         with self._lock:
             named = self._names[name]
-            self._committed.wait_for(lambda: named.version != after, timeout)
+            self._committed.wait_for(lambda: named.version != after or self._names.get(name) is not named, timeout)
+            if self._names.get(name) is not named:
+                raise KeyError(name)  # dropped meanwhile
             return named.version
 
     def time(self) -> float:
@@ -124,5 +128,13 @@ class InMemoryStore:
             named.log = {v: r for v, r in named.log.items() if v > kept[0]}
             return True
 
+    def drop(self, name: str) -> bool:
+        """See :meth:`lethe.store.Store.drop`."""
+        with self._lock:
+            if self._names.pop(name, None) is None:
+                return False
+            self._committed.notify_all()  # a waiter on it learns it is gone
+            return True
+
     def close(self) -> None:
-        """Nothing to release."""
+        """Nothing to release: the store stays usable (it lives as long as the object)."""

@@ -11,11 +11,12 @@ import random
 import secrets
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from lethe.store._engine import FORMAT, VERSION, check_format, checked_timeout
+from lethe.store._engine import FORMAT, VERSION, check_format, checked_timeout, config_missing
 from lethe.store._errors import CommitUnknown, StoreError
 
 # Without the extra the class still imports (``from lethe.store import *`` works); building one
@@ -121,7 +122,14 @@ class PostgresStore:
     so it does not hold other writers' locks.
 
     Processes: each process opens its own connection on first use; one
-    inherited through ``fork`` is never used or closed by the child.
+    inherited through ``fork`` is never used or closed by the child.  After
+    :meth:`close` every method raises :class:`~lethe.store.StoreError`.
+
+    :meth:`drop` removes a memory's rows from every table in one transaction,
+    after the commits in flight (see :meth:`drop`).  A memory whose
+    ``lethe_memories`` row is gone while other rows of it are not is damaged:
+    :meth:`open` refuses it (nothing is reset), and :meth:`drop` removes what
+    is left.
 
     Args:
         conninfo: A libpq connection string or URL
@@ -152,6 +160,7 @@ class PostgresStore:
         self._listener_pid = os.getpid()
         self._pid = os.getpid()
         self._closed = False
+        _LIVE.add(self)
         with self._lock:
             try:
                 self._connection()
@@ -190,6 +199,9 @@ class PostgresStore:
             if exc.sqlstate is None or exc.sqlstate.startswith(_TRANSIENT):
                 raise _Lost(exc) from None
             raise StoreError(f"cannot connect to PostgreSQL: {str(exc).strip()}") from None
+        except psycopg.ProgrammingError:
+            # libpq's message repeats the connection string, password and all: say only what is wrong.
+            raise StoreError("cannot connect to PostgreSQL: conninfo is not a valid connection string or URL") from None
         try:
             session = self._check(conn)
         except psycopg.OperationalError as exc:
@@ -325,7 +337,7 @@ class PostgresStore:
     def open(self, name: str, config: str, head: str, rows: Sequence[tuple[int, str]]) -> str:
         """See :meth:`lethe.store.Store.open`."""
 
-        def work(conn: psycopg.Connection[Any]) -> str:
+        def work(conn: psycopg.Connection[Any]) -> str | None:
             with conn.transaction():
                 created = conn.execute(
                     "INSERT INTO lethe_memories VALUES (%s, %s) ON CONFLICT (name) DO NOTHING RETURNING name",
@@ -333,8 +345,9 @@ class PostgresStore:
                 ).fetchone()
                 if created is None:
                     row = conn.execute("SELECT config FROM lethe_memories WHERE name = %s", (name,)).fetchone()
-                    assert row is not None  # memories are never deleted
-                    return str(row[0])
+                    return None if row is None else str(row[0])  # None: dropped meanwhile, try again
+                if self._remains(conn, name):
+                    raise StoreError(config_missing(name))  # rolled back: nothing written
                 with conn.cursor() as cur:
                     cur.executemany("INSERT INTO lethe_entries VALUES (%s, %s, %s)", [(name, s, r) for s, r in rows])
                 conn.execute("INSERT INTO lethe_checkpoints VALUES (%s, 0, %s)", (name, head))
@@ -345,7 +358,23 @@ class PostgresStore:
                 )
                 return config
 
-        return self._retrying(work)
+        while True:
+            stored = self._retrying(work)
+            if stored is not None:
+                return stored
+
+    @staticmethod
+    def _remains(conn: psycopg.Connection[Any], name: str) -> bool:
+        """Whether any row of ``name`` but its configuration is in the database."""
+        return any(
+            conn.execute(f"SELECT FROM {table} WHERE name = %s LIMIT 1", (name,)).fetchone() is not None
+            for table in ("lethe_log", "lethe_checkpoints", "lethe_entries", "lethe_checkpoint_entries")
+        )
+
+    @staticmethod
+    def _known(conn: psycopg.Connection[Any], name: str) -> bool:
+        """Whether ``name`` is a memory of this database (its configuration is there)."""
+        return conn.execute("SELECT FROM lethe_memories WHERE name = %s", (name,)).fetchone() is not None
 
     def _head(self, conn: psycopg.Connection[Any], name: str) -> tuple[int, str]:
         row = conn.execute(
@@ -373,8 +402,8 @@ class PostgresStore:
         """See :meth:`lethe.store.Store.read`."""
         high = 2**63 - 1 if upto is None else upto
 
-        def work(conn: psycopg.Connection[Any]) -> list[tuple[int, str]]:
-            return [
+        def work(conn: psycopg.Connection[Any]) -> list[tuple[int, str]] | None:
+            rows = [
                 (int(v), str(r))
                 for v, r in conn.execute(
                     "SELECT version, record FROM lethe_log WHERE name = %s AND version > %s AND version <= %s"
@@ -382,8 +411,12 @@ class PostgresStore:
                     (name, after, high),
                 )
             ]
+            return rows if rows or self._known(conn, name) else None
 
-        return self._retrying(work)
+        found = self._retrying(work)
+        if found is None:
+            raise KeyError(name)
+        return found
 
     def append(
         self,
@@ -452,7 +485,11 @@ class PostgresStore:
         while True:
             learning = sent_on is not None
             try:
-                return self._attempt(learn if learning else commit)
+                if self._attempt(learn if learning else commit):
+                    return True
+                if not learning and not self._retrying(lambda conn: self._known(conn, name)):
+                    raise KeyError(name)  # never opened, or dropped: nothing written
+                return False
             except _errors.UniqueViolation:
                 return False  # rolled back: nothing written
             except StoreError as exc:
@@ -580,6 +617,12 @@ class PostgresStore:
             # One snapshot, so the head and the rows copied are of one version; writers go on.
             with conn.transaction():
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                # Held until the end: a drop waits for this compaction (or this one fails if the
+                # drop came first), so no checkpoint of a dropped memory is left behind.
+                if conn.execute(
+                    "SELECT FROM lethe_memories WHERE name = %s FOR KEY SHARE", (name,)
+                ).fetchone() is None:
+                    raise KeyError(name)
                 version, head = self._head(conn, name)
                 found = conn.execute("SELECT max(version) FROM lethe_checkpoints WHERE name = %s", (name,)).fetchone()
                 newest = int(found[0]) if found is not None and found[0] is not None else 0
@@ -601,6 +644,44 @@ class PostgresStore:
         except (_errors.UniqueViolation, _errors.SerializationFailure):
             return False  # another process checkpointed this version meanwhile: nothing written
 
+    def drop(self, name: str) -> bool:
+        """See :meth:`lethe.store.Store.drop`: one transaction.  It waits for the commits in
+        flight to end (briefly holding off commits to every memory of the database: a drop is
+        rare), so no commit of the dropped memory lands after it; then it wakes its waiters."""
+
+        def work(conn: psycopg.Connection[Any]) -> bool:
+            with conn.transaction():
+                # The configuration first: a compaction holding it (FOR KEY SHARE) ends before.
+                removed = conn.execute("DELETE FROM lethe_memories WHERE name = %s", (name,)).rowcount
+                # Then the log, locked against commits (ROW EXCLUSIVE): one in flight ends first
+                # and is deleted with the rest; one that comes after finds no version to follow.
+                conn.execute("LOCK TABLE lethe_log IN SHARE ROW EXCLUSIVE MODE")
+                for table in ("lethe_log", "lethe_entries", "lethe_checkpoints", "lethe_checkpoint_entries"):
+                    removed += conn.execute(f"DELETE FROM {table} WHERE name = %s", (name,)).rowcount
+                conn.execute("SELECT pg_notify(%s, md5(%s))", (_CHANNEL, name))
+            return removed > 0
+
+        return self._retrying(work)
+
 
 # Connections found in a process that did not open them: kept referenced, never used or closed.
 _INHERITED: list[psycopg.Connection[Any]] = []
+
+#: Every store of this process, to mend its locks in a forked child.
+_LIVE: weakref.WeakSet[PostgresStore] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    # A lock another thread held at the fork (a query, a turn listening) stays held in the
+    # child, by a thread it does not have: the child's first call would wait forever.  Its
+    # connections are the parent's and are never used here (see _connection).
+    for store in list(_LIVE):
+        store._lock = threading.Lock()
+        store._listen_lock = threading.Lock()
+        store._waiting_lock = threading.Lock()
+        store._waiting = 0
+        store._heard = {}
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -12,9 +12,11 @@ import random
 import secrets
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
-from lethe.store._engine import checked_timeout
+from lethe._validate import flag
+from lethe.store._engine import checked_timeout, config_missing
 from lethe.store._errors import CommitUnknown, StoreError
 
 # Without the extra the class still imports (``from lethe.store import *`` works); building one
@@ -43,16 +45,59 @@ _REFUSED: tuple[type[Exception], ...] = (
 # The keys of one memory, in the order every script takes them.
 _KEYS = ("config", "latest", "head", "log", "ops", "entries", "checkpoints", "first", "feed")
 
-# KEYS: the memory's keys (_KEYS order). ARGV: config, head, then seq, row pairs.
+#: How many log records one call of the read script returns at most (the caller calls again).
+_READ_CHUNK = 1000
+#: The most log records one compaction deletes is the larger of this and twice its ``min_gap``.
+_TRIM = 1000
+
+# What every script that reads a version number starts with.  lethe writes versions as whole
+# numbers of at most 13 digits (exact in Lua's numbers, and written back by Lua as they were
+# read); a key holding anything else is reported (an error reply starting with LETHE), so that no
+# key's content can make a script loop for long.
+_PRELUDE = """
+local function shown(text)
+  return '"' .. (string.gsub(string.sub(text, 1, 24), '[^%w%p ]', '?')) .. '"'
+end
+local function version(text, what)
+  if type(text) ~= 'string' or #text > 13 or not string.match(text, '^%d+$') then
+    local held = type(text) == 'string' and shown(text) or 'nothing'
+    return nil, 'LETHE the ' .. what .. ' is ' .. held .. ', not a version number'
+  end
+  return tonumber(text), nil
+end
+-- The latest version (nil: no such memory) and the first version the log holds, checked.
+local function bounds()
+  local held = redis.call('GET', KEYS[2])
+  if not held then return nil, nil, nil end
+  local latest, bad = version(held, 'latest version')
+  if bad then return nil, nil, bad end
+  local first
+  first, bad = version(redis.call('GET', KEYS[8]), 'first retained version')
+  if bad then return nil, nil, bad end
+  if first < 1 or first > latest + 1 then
+    return nil, nil, 'LETHE the first retained version is ' .. first .. ', not one from 1 to ' .. (latest + 1)
+      .. ' (the latest version plus one)'
+  end
+  return latest, first, nil
+end
+"""
+
+# KEYS: the memory's keys (_KEYS order). ARGV: config, head, 1 if the name is in the names set
+# (else 0), then seq, row pairs.  Returns the stored configuration, or 0 when it is missing while
+# the memory is not: the names set lists it, or another of its keys is there (a damaged store,
+# or keys evicted): then nothing is written, never a new memory over what is left.
 _OPEN = """
 local config = redis.call('GET', KEYS[1])
 if config then return config end
+if ARGV[3] == '1' then return 0 end
+if redis.call('EXISTS', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]) > 0 then return 0 end
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('SET', KEYS[2], 0)
 redis.call('SET', KEYS[3], ARGV[2])
 redis.call('SET', KEYS[8], 1)
-for i = 3, #ARGV, 2 do redis.call('HSET', KEYS[6], ARGV[i], ARGV[i + 1]) end
-if #ARGV > 2 then redis.call('COPY', KEYS[6], KEYS[7] .. ':0:entries') end
+for i = 4, #ARGV, 2 do redis.call('HSET', KEYS[6], ARGV[i], ARGV[i + 1]) end
+redis.call('DEL', KEYS[7] .. ':0:entries')
+if #ARGV > 3 then redis.call('COPY', KEYS[6], KEYS[7] .. ':0:entries') end
 redis.call('SET', KEYS[7] .. ':0:head', ARGV[2])
 redis.call('ZADD', KEYS[7], 0, 0)
 return ARGV[1]
@@ -63,12 +108,14 @@ return ARGV[1]
 # race: nothing written), 2 (the version is taken and compacted away with its operation id:
 # whether it is this operation's cannot be told) or -1 (no such memory).  An operation writes
 # only at latest + 1, so once its version is taken it never writes: sent again, it is idempotent.
-_APPEND = """
-local latest = tonumber(redis.call('GET', KEYS[2]))
-if not latest then return -1 end
-local version = tonumber(ARGV[1])
-if latest ~= version - 1 then
-    if latest < version then return 0 end
+_APPEND = _PRELUDE + """
+local held = redis.call('GET', KEYS[2])
+if not held then return -1 end
+local latest, bad = version(held, 'latest version')
+if bad then return redis.error_reply(bad) end
+local wanted = tonumber(ARGV[1])
+if latest ~= wanted - 1 then
+    if latest < wanted then return 0 end
     local op = redis.call('HGET', KEYS[5], ARGV[1])
     if op == ARGV[4] then return 1 end
     if not op then return 2 end
@@ -86,73 +133,131 @@ return 1
 """
 
 # Returns {version, head, rows...} of the current state, or nil.
-_LOAD = """
-local latest = redis.call('GET', KEYS[2])
-if not latest then return nil end
-local out = {latest, redis.call('GET', KEYS[3])}
+_LOAD = _PRELUDE + """
+local held = redis.call('GET', KEYS[2])
+if not held then return nil end
+local latest, bad = version(held, 'latest version')
+if bad then return redis.error_reply(bad) end
+local head = redis.call('GET', KEYS[3])
+if not head then return redis.error_reply('LETHE the head of version ' .. latest .. ' is missing') end
+local out = {latest, head}
 for _, row in ipairs(redis.call('HVALS', KEYS[6])) do out[#out + 1] = row end
 return out
 """
 
-# ARGV: after, upto (-1: the latest). Returns {version, record, ...} of the log after ``after``, up
-# to ``upto``, read at one instant (a compaction between reading the latest version and the records
-# would leave a reader with none: taken for a store whose history went back), or nil.
-_READ = """
-local latest = redis.call('GET', KEYS[2])
+# ARGV: after, upto (-1: the latest), most.  Returns nil (no such memory) or {latest, first,
+# version, record, ...}: the latest version, the first version the log holds, then the records
+# from after + 1 (from first, if later: compacted away before it) up to upto, at most ``most`` of
+# them, all read at one instant.  A reader past ``most`` records calls again from the last version
+# it got; when a compaction came in between, ``first`` is past that version, and the reader starts
+# over from ``first`` (its rows start later than after + 1: a compaction, never a hole in the
+# middle nor a history that went back).  A version missing from first to the latest is reported,
+# never skipped.
+_READ = _PRELUDE + """
+local latest, first, bad = bounds()
+if bad then return redis.error_reply(bad) end
 if not latest then return nil end
-local high = tonumber(latest)
+local high = latest
 local upto = tonumber(ARGV[2])
 if upto >= 0 and upto < high then high = upto end
-local out = {}
-local v = tonumber(ARGV[1]) + 1
-while v <= high do
-  local last = math.min(v + 999, high)
+local v = math.max(tonumber(ARGV[1]) + 1, first)
+local last = math.min(v + tonumber(ARGV[3]) - 1, high)
+local out = {latest, first}
+if v <= last then
   local versions = {}
   for i = v, last do versions[#versions + 1] = i end
   local records = redis.call('HMGET', KEYS[4], unpack(versions))
   for i = 1, #versions do
-    if records[i] then
-      out[#out + 1] = versions[i]
-      out[#out + 1] = records[i]
+    if not records[i] then
+      return redis.error_reply('LETHE the log has no record of version ' .. versions[i] .. ', below the latest ('
+        .. latest .. '; it should hold every version from ' .. first .. ' on)')
     end
+    out[#out + 1] = versions[i]
+    out[#out + 1] = records[i]
   end
-  v = last + 1
 end
 return out
 """
 
-# ARGV: at_most. Returns {version, head, rows...} of the newest checkpoint at or before it, or nil.
-_CHECKPOINT = """
+# ARGV: at_most. Returns {version, head, rows...} of the newest checkpoint at or before it, {} if
+# none is, or nil (no such memory).
+_CHECKPOINT = _PRELUDE + """
+local held = redis.call('GET', KEYS[2])
+if not held then return nil end
+local latest, bad = version(held, 'latest version')
+if bad then return redis.error_reply(bad) end
 local found = redis.call('ZREVRANGEBYSCORE', KEYS[7], ARGV[1], '-inf', 'LIMIT', 0, 1)
-if #found == 0 then return nil end
-local v = found[1]
-local out = {v, redis.call('GET', KEYS[7] .. ':' .. v .. ':head')}
-for _, row in ipairs(redis.call('HVALS', KEYS[7] .. ':' .. v .. ':entries')) do out[#out + 1] = row end
+if #found == 0 then return {} end
+local v
+v, bad = version(found[1], 'checkpoint')
+if bad then return redis.error_reply(bad) end
+if v > latest then return redis.error_reply('LETHE checkpoint ' .. v .. ' is past the latest version ' .. latest) end
+local head = redis.call('GET', KEYS[7] .. ':' .. found[1] .. ':head')
+if not head then return redis.error_reply('LETHE the head of checkpoint ' .. v .. ' is missing') end
+local out = {v, head}
+for _, row in ipairs(redis.call('HVALS', KEYS[7] .. ':' .. found[1] .. ':entries')) do out[#out + 1] = row end
 return out
 """
 
-# ARGV: min_gap. Returns 1 if a checkpoint was made, 0 if not, -1 (no such memory).
-_COMPACT = """
-local latest = tonumber(redis.call('GET', KEYS[2]))
+# ARGV: min_gap, most log records to delete.  Checkpoints the current state if the newest
+# checkpoint is at least min_gap versions older, keeps the two newest checkpoints, and deletes
+# the log up to the older of them, at most ``most`` records a call (the first held version
+# says how far it got: the next call goes on).  Returns 1 if a checkpoint was made, 0 if not,
+# -1 (no such memory).
+_COMPACT = _PRELUDE + """
+local latest, first, bad = bounds()
+if bad then return redis.error_reply(bad) end
 if not latest then return -1 end
-local newest = tonumber(redis.call('ZREVRANGE', KEYS[7], 0, 0)[1])
-if latest - newest < tonumber(ARGV[1]) then return 0 end
-local at = KEYS[7] .. ':' .. latest
-redis.call('DEL', at .. ':entries')
-if redis.call('EXISTS', KEYS[6]) == 1 then redis.call('COPY', KEYS[6], at .. ':entries') end
-redis.call('SET', at .. ':head', redis.call('GET', KEYS[3]))
-redis.call('ZADD', KEYS[7], latest, latest)
-for _, old in ipairs(redis.call('ZRANGEBYSCORE', KEYS[7], '-inf', '(' .. newest)) do
-    redis.call('DEL', KEYS[7] .. ':' .. old .. ':entries', KEYS[7] .. ':' .. old .. ':head')
-    redis.call('ZREM', KEYS[7], old)
+local found = redis.call('ZREVRANGE', KEYS[7], 0, 1)
+local newest
+newest, bad = version(found[1], 'newest checkpoint')
+if bad then return redis.error_reply(bad) end
+if newest > latest then
+  return redis.error_reply('LETHE checkpoint ' .. newest .. ' is past the latest version ' .. latest)
 end
-local first = tonumber(redis.call('GET', KEYS[8]))
-for v = first, newest do
-    redis.call('HDEL', KEYS[4], v)
-    redis.call('HDEL', KEYS[5], v)
+local made = 0
+if latest - newest >= tonumber(ARGV[1]) then
+  local at = KEYS[7] .. ':' .. latest
+  redis.call('DEL', at .. ':entries')
+  if redis.call('EXISTS', KEYS[6]) == 1 then redis.call('COPY', KEYS[6], at .. ':entries') end
+  redis.call('SET', at .. ':head', redis.call('GET', KEYS[3]))
+  redis.call('ZADD', KEYS[7], latest, latest)
+  made = 1
+  found = redis.call('ZREVRANGE', KEYS[7], 0, 1)
 end
-if newest + 1 > first then redis.call('SET', KEYS[8], newest + 1) end
-return 1
+if not found[2] then return made end
+local older
+older, bad = version(found[2], 'older checkpoint')
+if bad then return redis.error_reply(bad) end
+for _, old in ipairs(redis.call('ZRANGEBYSCORE', KEYS[7], '-inf', '(' .. older, 'LIMIT', 0, 16)) do
+  redis.call('UNLINK', KEYS[7] .. ':' .. old .. ':entries', KEYS[7] .. ':' .. old .. ':head')
+  redis.call('ZREM', KEYS[7], old)
+end
+local stop = math.min(older, first + tonumber(ARGV[2]) - 1)
+if stop >= first then
+  for low = first, stop, 1000 do
+    local versions = {}
+    for v = low, math.min(low + 999, stop) do versions[#versions + 1] = v end
+    redis.call('HDEL', KEYS[4], unpack(versions))
+    redis.call('HDEL', KEYS[5], unpack(versions))
+  end
+  redis.call('SET', KEYS[8], stop + 1)
+end
+return made
+"""
+
+# Returns how many of the memory's keys there were (0: nothing to drop).  Its checkpoints'
+# copies go too (those the checkpoints key lists, and version 0's).  UNLINK: a large log or
+# entries hash is freed outside the server's main thread.
+_DROP = """
+local found = redis.call('EXISTS', unpack(KEYS))
+if redis.call('TYPE', KEYS[7])['ok'] == 'zset' then
+  for _, v in ipairs(redis.call('ZRANGE', KEYS[7], 0, -1)) do
+    redis.call('UNLINK', KEYS[7] .. ':' .. v .. ':head', KEYS[7] .. ':' .. v .. ':entries')
+  end
+end
+redis.call('UNLINK', KEYS[7] .. ':0:head', KEYS[7] .. ':0:entries', unpack(KEYS))
+return found
 """
 
 #: The longest pause between two tries to reach the server, in seconds.
@@ -208,28 +313,66 @@ class RedisStore:
     a crash of the machine; with no persistence, a restart loses the memory.
     After a restart the same store object reconnects by itself.
 
+    Eviction: lethe sets no TTL on its keys, and a memory with a key evicted
+    is damaged.  The store refuses a server whose ``maxmemory-policy`` evicts
+    any key (``allkeys-lru``, ``allkeys-lfu``, ``allkeys-random``), read from
+    ``INFO memory`` when it is built; ``noeviction`` (a full server refuses
+    writes) and the ``volatile-*`` policies (they evict only keys with a TTL)
+    are safe.  Where the server does not say (``INFO`` refused, or without
+    the field) nothing is checked.
+
+    Damaged keys: no key's content makes a script run long.  Reads and
+    compactions visit only the versions they need (a reader far behind a
+    compacted log costs what it missed, a script call at most 1,000 records);
+    a compaction deletes at most max(1,000, twice its ``min_gap``) log records,
+    and the next ones go on where it stopped.  A key holding what lethe never
+    writes (a version that is no number, a hole in the log, a key of the wrong
+    type) raises :class:`~lethe.store.StoreError` naming it; a memory whose
+    configuration key is gone while the rest of it is not (or its name is
+    still listed) is never created afresh over it: :meth:`open` refuses, and
+    :meth:`drop` removes what is left.
+
+    :meth:`drop` removes a memory's keys in one script, then its name from
+    the names set (``prefix:names``, apart from the memory's hash tag).
+    After :meth:`close`, every method raises :class:`~lethe.store.StoreError`,
+    a thread blocked in :meth:`wait` included.
+
     Args:
         url: A Redis URL (``"redis://host:6379/0"``), or a ``redis.Redis`` client.
         prefix: The first part of every key, to keep several stores in one database.
         timeout: Seconds to wait to connect and for each reply, and to keep
             trying to reach the server after a connection failed.
+        allow_eviction: Accept a server whose ``maxmemory-policy`` is an
+            ``allkeys-*`` policy, which may evict lethe's keys when the
+            server is full (and so lose or damage memories).
 
     Raises:
-        StoreError: the server cannot be reached.
+        StoreError: the server cannot be reached, or its ``maxmemory-policy``
+            evicts any key and ``allow_eviction`` is False.
     """
 
-    def __init__(self, url: str | redis.Redis, *, prefix: str = "lethe", timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        url: str | redis.Redis,
+        *,
+        prefix: str = "lethe",
+        timeout: float = 30.0,
+        allow_eviction: bool = False,
+    ) -> None:
         if _MISSING:
             raise ImportError(_MISSING)
         timeout = checked_timeout(timeout)
+        allow_eviction = flag(allow_eviction, "allow_eviction")
         if isinstance(url, str):
             self._client: redis.Redis = redis.Redis.from_url(
                 url, socket_timeout=timeout, socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 0)
             )
         else:
             self._client = url
+        self._owned = isinstance(url, str)
         self.prefix = prefix
         self.timeout = timeout
+        self._closed = False
         self._resends = _may_resend(self._client)
         self._names = f"{prefix}:names"
         self._scripts = {
@@ -241,25 +384,64 @@ class RedisStore:
                 ("read", _READ),
                 ("checkpoint", _CHECKPOINT),
                 ("compact", _COMPACT),
+                ("drop", _DROP),
             )
         }
         self._run(self._client.ping)
+        if not allow_eviction:
+            self._check_policy()
+
+    def _check_policy(self) -> None:
+        """Refuse a server whose ``maxmemory-policy`` (in ``INFO memory``) evicts any key."""
+
+        def info() -> Any:
+            try:
+                return self._client.info("memory")
+            except redis.ResponseError:  # INFO refused (an ACL): the policy cannot be told
+                return {}
+
+        found = self._run(info)
+        if not isinstance(found, dict):
+            return
+        # One server's fields, or (a cluster client) one dict of them per node.
+        sections = [found] if "maxmemory_policy" in found else [v for v in found.values() if isinstance(v, dict)]
+        for section in sections:
+            policy = section.get("maxmemory_policy")
+            if isinstance(policy, bytes):
+                policy = policy.decode(errors="replace")
+            if isinstance(policy, str) and policy.startswith("allkeys-"):
+                if self._owned:  # a client passed in stays its owner's to close
+                    self._client.close()
+                raise StoreError(
+                    f"Redis evicts any key when it is full (maxmemory-policy {policy}), and lethe sets no TTL on"
+                    " its keys: an evicted key would lose or damage a memory. Set maxmemory-policy to noeviction"
+                    " (or a volatile-* policy, which evicts only keys with a TTL, never lethe's), or pass"
+                    " allow_eviction=True to accept that risk"
+                )
 
     def _keys(self, name: str) -> list[str]:
         tag = f"{self.prefix}:{{{name.encode().hex()}}}"
         return [f"{tag}:{key}" for key in _KEYS]
 
+    def _closed_error(self) -> StoreError:
+        return StoreError(f"{self!r}: the store is closed")
+
     def _retrying(self, call: Callable[[], T]) -> T:
         """``call()``, called again while the connection fails, for up to ``timeout`` seconds
-        after the first failure; then the last ``ConnectionError`` or ``TimeoutError`` is raised."""
+        after the first failure; then the last ``ConnectionError`` or ``TimeoutError`` is raised.
+        A closed store raises :class:`StoreError` instead, before the first call or after a failure."""
         deadline: float | None = None
         pause = 0.0
         while True:
+            if self._closed:
+                raise self._closed_error()
             try:
                 return call()
             except _REFUSED:
                 raise
             except (redis.ConnectionError, redis.TimeoutError):
+                if self._closed:
+                    raise self._closed_error() from None
                 now = time.monotonic()
                 if deadline is None:
                     deadline = now + self.timeout
@@ -270,23 +452,64 @@ class RedisStore:
                 time.sleep(min(pause * random.uniform(0.5, 1.0), deadline - now))
                 pause = min(max(2 * pause, 0.01), _MAX_PAUSE)
 
-    def _run(self, call: Any, *args: Any, **kwargs: Any) -> Any:
+    def _run(self, call: Callable[[], T], name: str | None = None) -> T:
+        """``call()``, tried again as :meth:`_retrying` does; every failure as :class:`StoreError`
+        (its message naming ``name``, when given)."""
+        where = "" if name is None else f"{name!r}: "
         try:
-            return self._retrying(lambda: call(*args, **kwargs))
-        except redis.ConnectionError as exc:
-            raise StoreError(f"cannot reach Redis: {exc}") from None
-        except redis.TimeoutError as exc:
-            raise StoreError(f"Redis did not answer within {self.timeout} s: {exc}") from None
+            return self._retrying(call)
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise self._failure(exc, where) from None
+
+    def _failure(self, exc: Exception, where: str) -> StoreError:
+        """The :class:`StoreError` for ``exc``, raised by redis-py during a call."""
+        if self._closed:  # closed under a call in flight: its socket went (a ValueError, or others)
+            return self._closed_error()
+        if isinstance(exc, redis.ConnectionError):
+            return StoreError(f"{where}cannot reach Redis: {exc}")
+        if isinstance(exc, redis.TimeoutError):
+            return StoreError(f"{where}Redis did not answer within {self.timeout} s: {exc}")
+        if isinstance(exc, redis.ResponseError):
+            message = str(exc)
+            if message.startswith("LETHE "):  # the scripts' own report of a damaged key
+                return StoreError(f"{where}the store is damaged: {message[len('LETHE ') :]}")
+            return StoreError(f"{where}Redis answered with an error: {message}")
+        if isinstance(exc, ValueError):  # a reply redis-py cannot read (text that is not UTF-8)
+            return StoreError(f"{where}Redis answered what cannot be read: {exc}")
+        if isinstance(exc, redis.RedisError):
+            return StoreError(f"{where}{exc}")
+        raise exc
 
     def _script(self, script: str, name: str, *args: Any) -> Any:
-        return self._run(self._scripts[script], keys=self._keys(name), args=list(args))
+        keys = self._keys(name)
+        return self._run(lambda: self._scripts[script](keys=keys, args=list(args)), name)
 
     @staticmethod
-    def _text(value: bytes | str) -> str:
-        return value.decode() if isinstance(value, bytes) else value
+    def _text(value: bytes | str, name: str | None = None) -> str:
+        if isinstance(value, str):
+            return value
+        try:
+            return value.decode()
+        except UnicodeDecodeError as exc:
+            where = "" if name is None else f"{name!r}: "
+            raise StoreError(f"{where}Redis holds a value that is not UTF-8 text ({exc})") from None
+
+    @staticmethod
+    def _version(value: object, name: str) -> int:
+        """A version number as the server sent it; :class:`StoreError` for anything lethe never writes."""
+        text = value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+        if not (0 < len(text) <= 13 and text.isascii() and text.isdigit()):
+            raise StoreError(
+                f"{name!r}: the store is damaged: the latest version is {text[:24]!r}, not a version number"
+            )
+        return int(text)
 
     def close(self) -> None:
-        """Close the client's connections; the store is not used again."""
+        """Close the client's connections.  Every method raises :class:`StoreError` afterwards,
+        a thread blocked in :meth:`wait` included."""
+        self._closed = True
         self._client.close()
 
     def __enter__(self) -> RedisStore:
@@ -302,35 +525,67 @@ class RedisStore:
 
     def names(self) -> list[str]:
         """See :meth:`lethe.store.Store.names`."""
-        return sorted(self._text(n) for n in self._run(self._client.smembers, self._names))
+        return sorted(self._text(n) for n in self._run(lambda: self._client.smembers(self._names)))
 
     def config(self, name: str) -> str:
         """See :meth:`lethe.store.Store.config`."""
-        found = self._run(self._client.get, self._keys(name)[0])
+        key = self._keys(name)[0]
+        found = self._run(lambda: self._client.get(key), name)
         if found is None:
             raise KeyError(name)
-        return self._text(found)
+        return self._text(found, name)
 
     def open(self, name: str, config: str, head: str, rows: Sequence[tuple[int, str]]) -> str:
-        """See :meth:`lethe.store.Store.open`."""
+        """See :meth:`lethe.store.Store.open`.  A memory whose configuration key is missing while
+        another of its keys is there, or its name is in the names set, is refused."""
         pairs = [part for seq, row in rows for part in (seq, row)]
-        stored = self._text(self._script("open", name, config, head, *pairs))
-        self._run(self._client.sadd, self._names, name)
-        return stored
+        # The names set lives apart from the memory's hash tag (its own Cluster slot), so it is
+        # read before the script: a name listed there was created, whatever keys are left of it.
+        listed = self._run(lambda: self._client.sismember(self._names, name), name)
+        stored = self._script("open", name, config, head, 1 if listed else 0, *pairs)
+        if isinstance(stored, int):
+            raise StoreError(config_missing(name))
+        self._run(lambda: self._client.sadd(self._names, name), name)
+        return self._text(stored, name)
 
     def load(self, name: str) -> tuple[int, str, list[str]]:
         """See :meth:`lethe.store.Store.load`."""
         found = self._script("load", name)
         if found is None:
             raise KeyError(name)
-        return int(found[0]), self._text(found[1]), [self._text(r) for r in found[2:]]
+        return int(found[0]), self._text(found[1], name), [self._text(r, name) for r in found[2:]]
 
     def read(self, name: str, after: int, upto: int | None = None) -> Sequence[tuple[int, str]]:
-        """See :meth:`lethe.store.Store.read`."""
-        found = self._script("read", name, after, -1 if upto is None else upto)
-        if found is None:
-            raise KeyError(name)
-        return [(int(found[i]), self._text(found[i + 1])) for i in range(0, len(found), 2)]
+        """See :meth:`lethe.store.Store.read`.
+
+        Read a chunk of at most 1,000 records a script call, each call at one
+        instant, up to the latest version the first call found.  A compaction
+        between two calls shows as one: the rows then start later than
+        ``after + 1`` (from the first version the log still holds), never with
+        a hole in the middle or as a log that went back.
+        """
+        end = -1 if upto is None else max(upto, 0)  # -1: up to the latest, which the first call tells
+        rows: list[tuple[int, str]] = []
+        cursor = after
+        while True:
+            found = self._script("read", name, cursor, end, _READ_CHUNK)
+            if found is None:
+                raise KeyError(name)
+            latest, first = int(found[0]), int(found[1])
+            if rows and first > cursor + 1:
+                # Compacted past the records still to read since the last call: those read go too,
+                # and the rows start where the log now does (the caller sees the compaction).
+                rows = []
+                if upto is None:
+                    end = latest
+                continue
+            if end < 0:
+                end = latest
+            chunk = [(int(found[i]), self._text(found[i + 1], name)) for i in range(2, len(found), 2)]
+            rows.extend(chunk)
+            if len(chunk) < _READ_CHUNK or chunk[-1][0] >= end:
+                return rows
+            cursor = chunk[-1][0]
 
     def append(
         self,
@@ -360,6 +615,11 @@ class RedisStore:
                 f"{unknown}: the connection to Redis failed while it was sent, and Redis could not be"
                 f" reached again within {self.timeout} s ({exc})"
             ) from None
+        except Exception as exc:
+            failure = exc if isinstance(exc, StoreError) else self._failure(exc, f"{name!r}: ")
+            if sends == 0 or (sends == 1 and not self._resends and not self._closed):
+                raise failure from None  # refused before it ran: nothing written
+            raise CommitUnknown(f"{unknown}: it was sent, then {failure}") from None
         if done == -1:
             raise KeyError(name)
         if done == 2:
@@ -380,20 +640,25 @@ class RedisStore:
         """
         keys = self._keys(name)
         deadline = time.monotonic() + timeout
-        while True:
+
+        def state() -> Any:
             pipe = self._client.pipeline(transaction=True)
             pipe.get(keys[1])
             pipe.xrevrange(keys[8], count=1)
-            latest, newest = self._run(pipe.execute)
-            if latest is None:
+            return pipe.execute()
+
+        while True:
+            found, newest = self._run(state, name)
+            if found is None:
                 raise KeyError(name)
+            latest = self._version(found, name)
             left = deadline - time.monotonic()
-            if int(latest) != after or left <= 0:
-                return int(latest)
+            if latest != after or left <= 0:
+                return latest
             since = newest[0][0] if newest else "0-0"
             # Below the socket timeout, so a quiet stream is not taken for a dead server.
             block = max(1, int(min(left, self.timeout / 2) * 1000))
-            self._run(self._client.xread, {keys[8]: since}, count=1, block=block)
+            self._run(partial(self._client.xread, {keys[8]: since}, count=1, block=block), name)
 
     def time(self) -> float:
         """See :meth:`lethe.store.Store.time`: the server's clock (``TIME``)."""
@@ -403,14 +668,29 @@ class RedisStore:
     def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[str]]:
         """See :meth:`lethe.store.Store.checkpoint`."""
         found = self._script("checkpoint", name, "+inf" if at_most is None else at_most)
-        if found is None:
-            raise KeyError(name if at_most is None else at_most)
-        return int(found[0]), self._text(found[1]), [self._text(r) for r in found[2:]]
+        if not found:  # nil: no such memory; {}: no checkpoint that old
+            raise KeyError(name if found is None or at_most is None else at_most)
+        return int(found[0]), self._text(found[1], name), [self._text(r, name) for r in found[2:]]
 
     def compact(self, name: str, min_gap: int) -> bool:
         """See :meth:`lethe.store.Store.compact`.  Sent again after a lost reply, a
-        compaction that was made answers False (the checkpoint it made is recent)."""
-        done = self._script("compact", name, min_gap)
+        compaction that was made answers False (the checkpoint it made is recent).
+
+        The log before the older kept checkpoint is deleted at most
+        max(1,000, 2 * ``min_gap``) records a call (so one call never runs
+        long, and a caller compacting every ``min_gap`` commits outpaces
+        them); every call, checkpoint or not, goes on where the last stopped.
+        """
+        done = self._script("compact", name, min_gap, max(_TRIM, 2 * min_gap))
         if done == -1:
             raise KeyError(name)
         return bool(done)
+
+    def drop(self, name: str) -> bool:
+        """See :meth:`lethe.store.Store.drop`.  The memory's keys go in one script (its hash tag:
+        one Cluster slot), then its name leaves the names set (another slot, so not in the same
+        instant: a process opening the name while it is dropped may list it again with no keys
+        left, which :meth:`open` then refuses until the name is dropped again)."""
+        existed = self._script("drop", name)
+        listed = self._run(lambda: self._client.srem(self._names, name), name)
+        return bool(existed or listed)

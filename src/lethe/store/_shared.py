@@ -6,9 +6,11 @@ import asyncio
 import dataclasses
 import json
 import math
+import os
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
@@ -23,13 +25,15 @@ from lethe._memory import Memory
 from lethe._serialize import memory_to_dict
 from lethe._snapshot import Snapshot
 from lethe._validate import is_number
+from lethe.decay._adapter import CUSTOM, identity
 from lethe.store import _records
 from lethe.store._engine import Store
-from lethe.store._errors import StoreError
+from lethe.store._errors import StoreError, TemplateIgnored
 
 K = TypeVar("K")
 V = TypeVar("V")
 R = TypeVar("R")
+T = TypeVar("T")
 
 #: The configuration fields a store keeps (hooks are process-local and never stored).
 _CONFIG_FIELDS = ("max_entries", "decay_fn", "half_life", "eviction_threshold", "summarize_threshold")
@@ -39,17 +43,58 @@ _WAIT_SLICE = 10.0
 
 
 def _config_document(config: Config) -> dict[str, Any]:
-    """The stored part of ``config``; a custom decay function counts by its kind, not its repr."""
+    """The stored part of ``config``; a custom decay function counts by its identity (its
+    qualified name and parameters, or a name it declares), never by a repr naming an address."""
     full = memory_to_dict(config, _EMPTY)
     doc = {name: full[name] for name in _CONFIG_FIELDS}
-    if doc["decay_fn"].get("name") == "custom":
-        doc["decay_fn"] = {"name": "custom"}
+    if doc["decay_fn"].get("name") == CUSTOM:
+        doc["decay_fn"] = {"name": CUSTOM, "function": identity(config.decay_fn)}
     return doc
+
+
+def _mismatch(stored: dict[str, Any], mine: dict[str, Any]) -> str | None:
+    """The first configuration field in which ``stored`` differs from ``mine``, or None."""
+    for field in _CONFIG_FIELDS:
+        theirs = stored.get(field)
+        if field == "decay_fn" and theirs == {"name": CUSTOM} and mine[field].get("name") == CUSTOM:
+            continue  # stored by an older lethe, which kept no identity for a custom function
+        if theirs != mine[field]:
+            return field
+    return None
+
+
+#: The first and the longest pause between two looks at the store in :meth:`Shared.await_change`.
+_FIRST_POLL = 0.001
+_LAST_POLL = 0.05
+
+
+def _checked_wait(timeout: object) -> float:
+    """A wait's ``timeout``: a number of seconds >= 0, else the error naming it."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
+        raise ValueError(f"timeout must be None or a number of seconds >= 0, got {timeout!r}")
+    return float(timeout)
+
+
+#: Every Shared object of this process, to mend its lock in a forked child.
+_LIVE: weakref.WeakSet[Shared[Any, Any]] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for shared in list(_LIVE):
+        shared._after_fork_in_child()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 #: How many times a catch-up starts again from the current entries when other writers keep
 #: compacting the log past them (each time from a newer version) before it reports a gap.
 _RELOADS = 100
+
+
+class _Stopped(Exception):
+    """A cancelled asynchronous write stopped before its commit was sent (internal)."""
 
 
 class _Diverged(Exception):
@@ -174,6 +219,8 @@ class Shared(Generic[K, V]):
         self._summaries: dict[tuple[Any, int], tuple[Any, Any]] = {}
         self._attempt: list[Entry[K, V]] = []  # what the operations of one attempt of fn evicted
         self._lock = threading.RLock()
+        self._writing = False  # a write of this object is running (in the thread holding the lock)
+        self._closed = False
         mine = _config_document(self._config)
         try:
             stored = store.config(name)
@@ -181,13 +228,27 @@ class Shared(Generic[K, V]):
             snapshot = template._snapshot()
             rows = [(e.seq, _records.row(e, self._decay_fn)) for e in snapshot.entries.values()]
             stored = store.open(name, _records.dumps(mine), _records.head(snapshot, _records.new_tip()), rows)
-        theirs = json.loads(stored)
-        for field in _CONFIG_FIELDS:
-            if theirs.get(field) != mine[field]:
-                raise ValueError(
-                    f"{name!r} was stored with another configuration: {field} is {theirs.get(field)!r} "
-                    f"in the store, {mine[field]!r} here"
+        else:
+            if len(template):
+                warnings.warn(
+                    f"{name!r} is already in the store: the template's {len(template)} entries were ignored "
+                    "(a template's entries only fill a new name; write them with update())",
+                    TemplateIgnored,
+                    stacklevel=2,
                 )
+        try:
+            theirs = json.loads(stored)
+        except ValueError:
+            theirs = None
+        if not isinstance(theirs, dict):
+            raise StoreError(f"{name!r}: the stored configuration is not a JSON object: {stored[:80]!r}")
+        field = _mismatch(theirs, mine)
+        if field is not None:
+            raise ValueError(
+                f"{name!r} was stored with another configuration: {field} is {theirs.get(field)!r} "
+                f"in the store, {mine[field]!r} here. Open it with the stored configuration, or "
+                f"remove it with store.drop({name!r}) and create it again"
+            )
         self._version, self._replica, self._tip = self._loaded()
         # When the store last checkpointed is not known here: the first commit of this object
         # past one interval asks it (the store compacts only when its own gap is that wide), so
@@ -195,6 +256,7 @@ class Shared(Generic[K, V]):
         self._checkpointed = 0
         self._catch_up()
         self._check_clock()
+        _LIVE.add(self)
 
     # -- reading ----------------------------------------------------------
 
@@ -213,6 +275,21 @@ class Shared(Generic[K, V]):
         """The version :meth:`current` last saw (0: the initial entries, n: after n commits)."""
         return self._version
 
+    def _call(self, method: Callable[..., T], *args: Any) -> T:
+        """``method(name, *args)``, a method of the store; a name the store no longer holds
+        (its keys deleted, the store emptied, a server restarted without persistence) raises
+        :class:`StoreError` on every call until it is created again, never ``KeyError``."""
+        if self._closed:
+            raise StoreError(f"{self._name!r}: this Shared is closed")
+        try:
+            return method(self._name, *args)
+        except KeyError:
+            raise StoreError(
+                f"{self._name!r} is no longer in the store (dropped, or its keys deleted: emptied, evicted, "
+                f"or a server restarted without persistence); this replica saw version {self._version}. "
+                f"Nothing was written. Open it again with Shared(...) to create it afresh"
+            ) from None
+
     def _restored(self, what: str, head: str, rows: list[str]) -> tuple[Memory[K, V], str | None]:
         """A memory under the template's configuration from a stored head and rows, and its tip."""
         try:
@@ -226,7 +303,7 @@ class Shared(Generic[K, V]):
         # The rows read and the entries built from them all stay reachable: a collector pass
         # meanwhile frees nothing and, in a process holding much, walks all of it (as from_dict).
         with paused():
-            version, head, rows = self._store.load(self._name)
+            version, head, rows = self._call(self._store.load)
             return version, *self._restored(f"the state at version {version}", head, rows)
 
     def _checkpointed_at(self, at_most: int) -> tuple[int, Memory[K, V], str | None]:
@@ -235,6 +312,7 @@ class Shared(Generic[K, V]):
             try:
                 version, head, rows = self._store.checkpoint(self._name, at_most)
             except KeyError:
+                self._call(self._store.wait, 0, 0.0)  # the name itself may be gone
                 raise StoreError(f"{self._name!r}: no checkpoint at or before version {at_most} is kept") from None
             return version, *self._restored(f"checkpoint {version}", head, rows)
 
@@ -277,7 +355,7 @@ class Shared(Generic[K, V]):
         # The record of this replica's own version comes along (when its id is known), so one
         # read also tells whether the store still holds the history this replica saw.
         check = tip is not None and version > 0
-        rows = self._store.read(self._name, version - 1 if check else version)
+        rows = self._call(self._store.read, version - 1 if check else version)
         try:
             if check:
                 if not rows:
@@ -294,7 +372,7 @@ class Shared(Generic[K, V]):
                 # if other writers compacted past those too before their log was read.
                 for _ in range(_RELOADS):
                     version, mem, tip = self._loaded()
-                    rows = self._store.read(self._name, version)
+                    rows = self._call(self._store.read, version)
                     if not rows or rows[0][0] == version + 1:
                         break
                 self._version, self._replica, self._tip = self._folded(version, mem, tip, rows)
@@ -391,11 +469,7 @@ class Shared(Generic[K, V]):
         >>> follower.wait(timeout=5), follower.version
         (True, 1)
         """
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0
-        ):
-            raise ValueError(f"timeout must be None or a number of seconds >= 0, got {timeout!r}")
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = None if timeout is None else time.monotonic() + _checked_wait(timeout)
         with self._lock:
             start = self._version
         while True:
@@ -407,7 +481,7 @@ class Shared(Generic[K, V]):
             left = _WAIT_SLICE if deadline is None else min(deadline - time.monotonic(), _WAIT_SLICE)
             if left <= 0:
                 return False
-            if self._store.wait(self._name, seen, left) < seen:
+            if self._call(self._store.wait, seen, left) < seen:
                 with self._lock:
                     if self._version == seen:
                         self._rejoin()
@@ -433,7 +507,7 @@ class Shared(Generic[K, V]):
         if type(version) is not int or version < 0:
             raise ValueError(f"version must be an int >= 0, got {version!r}")
         base, mem, tip = self._checkpointed_at(version)
-        rows = self._store.read(self._name, base, version)
+        rows = self._call(self._store.read, base, version)
         try:
             found, mem, _ = self._folded(base, mem, tip, rows)
         except _Diverged as exc:
@@ -464,7 +538,7 @@ class Shared(Generic[K, V]):
         """
         if type(since) is not int or since < 0:
             raise ValueError(f"since must be an int >= 0, got {since!r}")
-        rows = self._store.read(self._name, since)
+        rows = self._call(self._store.read, since)
         if rows and rows[0][0] != since + 1:
             raise StoreError(f"{self._name!r}: the log after version {since} was compacted (from {rows[0][0]} on)")
         return self._evicted(since, rows)
@@ -517,11 +591,24 @@ class Shared(Generic[K, V]):
         >>> shared.transact(lambda m: m.get("deploy")).access_count, shared.version
         (1, 2)
         """
+        return self._transact(fn, None)
+
+    def _transact(self, fn: Callable[[Memory[K, V]], tuple[Memory[K, V], R]], stop: threading.Event | None) -> R:
+        """:meth:`transact`; when ``stop`` is set before a commit is sent, :class:`_Stopped`
+        is raised instead and nothing is committed."""
         with self._lock:
+            if self._writing:
+                # The outer write would commit on the version it started from, after the
+                # inner one: two entries with one put order, and replicas that disagree.
+                raise RuntimeError(
+                    f"{self._name!r}: a write from inside a function this Shared is running for update() "
+                    "or transact(); make every change in that function's own memory (the one it was given)"
+                )
+            self._writing = True
             try:
                 self._catch_up()
                 while True:
-                    base = self._replica
+                    base, version, tip = self._replica, self._version, self._tip
                     runner = base._rehooked(self._run_config, ())
                     self._attempt.clear()
                     out = fn(runner)
@@ -530,7 +617,9 @@ class Shared(Generic[K, V]):
                             f"fn must return a (Memory, result) pair, got {type(out).__name__}"
                         )
                     new, result = out
-                    if self._commit(base, runner, new):
+                    if stop is not None and stop.is_set():
+                        raise _Stopped
+                    if self._commit(base, version, tip, runner, new):
                         return result
                     # Not committed: someone committed this version first, or the commit never
                     # reached the store (an engine that lost the connection says so).  If catching
@@ -538,9 +627,10 @@ class Shared(Generic[K, V]):
                     # means the store went back.
                     seen = self._version
                     self._catch_up()
-                    if self._version == seen and self._store.wait(self._name, seen, 0.0) < seen:
+                    if self._version == seen and self._call(self._store.wait, seen, 0.0) < seen:
                         self._rejoin()
             finally:
+                self._writing = False
                 self._summaries.clear()
                 self._attempt.clear()
 
@@ -561,16 +651,20 @@ class Shared(Generic[K, V]):
         'node 7 fixed'
         """
 
+        return self._update(fn, None)
+
+    def _update(self, fn: Callable[[Memory[K, V]], Memory[K, V]], stop: threading.Event | None) -> Memory[K, V]:
         def both(mem: Memory[K, V]) -> tuple[Memory[K, V], Memory[K, V]]:
             new = fn(mem)
             return new, new
 
         with self._lock:
-            self.transact(both)
+            self._transact(both, stop)
             return self._replica
 
-    def _commit(self, base: Memory[K, V], runner: Memory[K, V], new: object) -> bool:
-        """Append what turns ``base`` into ``new``; whether it went in (or there was nothing to commit)."""
+    def _commit(self, base: Memory[K, V], version: int, tip: str | None, runner: Memory[K, V], new: object) -> bool:
+        """Append what turns ``base`` (at ``version``, whose tip is ``tip``) into ``new``; whether
+        it went in (or there was nothing to commit)."""
         if not isinstance(new, Memory) or new._config is not self._run_config:
             what = type(new).__name__ if not isinstance(new, Memory) else "a Memory with another configuration"
             raise TypeError(f"fn must return a Memory made from the one it was given, got {what}")
@@ -587,15 +681,15 @@ class Shared(Generic[K, V]):
             old = held.get(e.key)
             if old is not None and old.seq != e.seq:
                 removed.append(old.seq)  # the key was put again: its old row goes
-        tip = _records.new_tip()
-        head = _records.head(new._snapshot(), tip)
+        new_tip = _records.new_tip()
+        head = _records.head(new._snapshot(), new_tip)
         evicted = (_records.row(e, fn) for e in change.evicted)
-        record = _records.record(head, self._tip, (r for _, r in written), change.removed, evicted)
-        version = self._version + 1
-        if not self._store.append(self._name, version, record, head, written, removed):
+        record = _records.record(head, tip, (r for _, r in written), change.removed, evicted)
+        version += 1
+        if not self._call(self._store.append, version, record, head, written, removed):
             return False
         committed: Memory[K, V] = new._rehooked(self._config, change.evicted)
-        self._version, self._replica, self._tip = version, committed, tip
+        self._version, self._replica, self._tip = version, committed, new_tip
         self._maybe_checkpoint()
         if committed.evicted and self._on_evict is not None:
             try:
@@ -633,7 +727,7 @@ class Shared(Generic[K, V]):
         if self._version - self._checkpointed < gap:
             return
         try:
-            self._store.compact(self._name, gap)
+            self._call(self._store.compact, gap)
         except StoreError:
             # The commit stands and must be reported (and on_evict called): compaction is tried
             # again after the next commit (the server went away, or another writer held a lock).
@@ -642,12 +736,21 @@ class Shared(Generic[K, V]):
 
     async def atransact(self, fn: Callable[[Memory[K, V]], tuple[Memory[K, V], R]]) -> R:
         """:meth:`transact` in a worker thread (``asyncio.to_thread``): the event loop
-        keeps running while the store is written; ``fn`` runs in that thread."""
-        return await asyncio.to_thread(self.transact, fn)
+        keeps running while the store is written; ``fn`` runs in that thread.
+
+        Cancelled (``task.cancel()``, ``asyncio.timeout``), it stops at its next
+        step: a commit not yet sent is never sent, one already on its way is
+        made.  Either way the :class:`asyncio.CancelledError` comes once the
+        worker thread stopped, so the replica then shows which (read
+        :meth:`current` before writing again); on Python 3.11+ the error
+        carries a note that says it.
+        """
+        return await self._in_thread(lambda stop: self._transact(fn, stop))
 
     async def aupdate(self, fn: Callable[[Memory[K, V]], Memory[K, V]]) -> Memory[K, V]:
         """:meth:`update` in a worker thread (``asyncio.to_thread``): the event loop
         keeps running while the store is written; ``fn`` runs in that thread.
+        A cancellation is as for :meth:`atransact`: no commit not yet sent is sent.
 
         >>> import asyncio
         >>> from lethe import Memory
@@ -656,7 +759,109 @@ class Shared(Generic[K, V]):
         >>> asyncio.run(shared.aupdate(lambda m: m.put("v", key="k"))).peek("k").value
         'v'
         """
-        return await asyncio.to_thread(self.update, fn)
+        return await self._in_thread(lambda stop: self._update(fn, stop))
+
+    async def _in_thread(self, write: Callable[[threading.Event], R]) -> R:
+        """``write(stop)`` in a worker thread; cancelled, ``stop`` is set, the worker is
+        awaited, and the cancellation goes on with a note of what was committed."""
+        stop = threading.Event()
+        worker = asyncio.ensure_future(asyncio.to_thread(write, stop))
+        try:
+            return await asyncio.shield(worker)
+        except asyncio.CancelledError as cancelled:
+            stop.set()
+            await asyncio.wait({worker})  # cancelled again meanwhile: the worker finishes alone
+            failed = worker.exception()
+            if hasattr(cancelled, "add_note"):  # Python 3.11+
+                cancelled.add_note(
+                    f"lethe: cancelled before its commit to {self._name!r} was sent: nothing was committed"
+                    if failed is not None
+                    else f"lethe: the write to {self._name!r} was done before the cancellation took "
+                    f"effect (the replica is at version {self._version})"
+                )
+            raise
+
+    async def await_change(self, timeout: float | None = None) -> bool:
+        """:meth:`wait` for asyncio: wait until a version after the one this replica had
+        when called is committed, by any process, and catch up to it.
+
+        It polls the store (one short read in a worker thread, every 1 ms at
+        first, backing off to 50 ms) and sleeps on the event loop in between,
+        so a cancelled wait leaves no thread behind beyond that one read, and
+        ``asyncio.run()`` ends at once.
+
+        Args:
+            timeout: Seconds to wait at most; None waits until a commit.
+
+        Returns:
+            True once the replica moved on, False when ``timeout`` passed first.
+
+        Raises:
+            ValueError: ``timeout`` is negative or not a number.
+            StoreError: as :meth:`wait`.
+
+        >>> import asyncio
+        >>> from lethe import Memory
+        >>> from lethe.store import InMemoryStore, Shared
+        >>> store = InMemoryStore()
+        >>> follower = Shared(store, "notes", Memory())
+        >>> asyncio.run(follower.await_change(timeout=0))
+        False
+        """
+        deadline = None if timeout is None else time.monotonic() + _checked_wait(timeout)
+        start = self._version
+        pause = _FIRST_POLL
+        while True:
+            if await asyncio.to_thread(self._moved, start):
+                return True
+            left = math.inf if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                return False
+            await asyncio.sleep(min(pause, left))
+            pause = min(2 * pause, _LAST_POLL)
+
+    def _moved(self, start: int) -> bool:
+        """Whether the replica moved past ``start``, catching up when the store did: one
+        short read, and never a wait for a write of this object in another thread."""
+        if self._version != start:
+            return True
+        latest = self._call(self._store.wait, start, 0.0)
+        if latest == start or not self._lock.acquire(blocking=False):
+            return False  # nothing new, or a write of this object runs: it catches up; look again
+        try:
+            self._catch_up()
+            if self._version == start and latest < start:
+                self._rejoin()
+            return self._version != start
+        finally:
+            self._lock.release()
+
+    # -- lifetime ---------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop using this object: every later read or write raises :class:`StoreError`.
+
+        The store stays open (other ``Shared`` objects may use it): close it
+        yourself.  ``with Shared(...) as shared:`` closes on leaving the block.
+        """
+        self._closed = True
+
+    def __enter__(self) -> Shared[K, V]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _after_fork_in_child(self) -> None:
+        """Make this object usable in a child forked while another thread was inside one
+        of its writes (the lock then stays held by a thread the child does not have)."""
+        if self._lock.acquire(blocking=False):
+            self._lock.release()  # free, or held by the thread that forked: nothing to mend
+            return
+        self._lock = threading.RLock()
+        self._writing = False
+        self._summaries.clear()
+        self._attempt.clear()
 
     def __repr__(self) -> str:
         return f"Shared({self._store!r}, {self._name!r}, version={self._version})"

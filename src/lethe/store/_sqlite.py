@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from lethe._validate import flag
-from lethe.store._engine import FORMAT, VERSION, check_format, checked_timeout
+from lethe.store._engine import FORMAT, VERSION, check_format, checked_timeout, config_missing
 from lethe.store._errors import StoreError
 
 _SCHEMA = (
@@ -94,7 +94,12 @@ class SQLiteStore:
     start method included) every open store closes its connection; each
     process reopens its own on first use.  Close a store with :meth:`close`
     (or use it as a context manager) rather than leaving it to the garbage
-    collector.
+    collector; every method raises :class:`~lethe.store.StoreError` after it.
+
+    :meth:`drop` removes a memory's rows from every table in one write
+    transaction.  A memory whose configuration row is gone while other rows of
+    it are not is damaged: :meth:`open` refuses it (nothing is reset), and
+    :meth:`drop` removes what is left.
 
     Args:
         path: The database file (created if absent).
@@ -267,6 +272,8 @@ class SQLiteStore:
                 return str(row[0])
             with _writing(conn, self.timeout):
                 row = conn.execute("SELECT config FROM memories WHERE name = ?", (name,)).fetchone()
+                if row is None and self._remains(conn, name):
+                    raise StoreError(config_missing(name, f"{self.path}: "))
                 if row is None:
                     conn.execute("INSERT INTO memories VALUES (?, ?)", (name, config))
                     conn.executemany("INSERT INTO entries VALUES (?, ?, ?)", ((name, seq, r) for seq, r in rows))
@@ -275,6 +282,14 @@ class SQLiteStore:
                         "INSERT INTO checkpoint_entries SELECT name, 0, seq, entry FROM entries WHERE name = ?", (name,)
                     )
             return config if row is None else str(row[0])
+
+    @staticmethod
+    def _remains(conn: sqlite3.Connection, name: str) -> bool:
+        """Whether any row of ``name`` but its configuration is in the file."""
+        return any(
+            conn.execute(f"SELECT 1 FROM {table} WHERE name = ? LIMIT 1", (name,)).fetchone() is not None
+            for table in ("log", "checkpoints", "entries", "checkpoint_entries")
+        )
 
     def _head(self, conn: sqlite3.Connection, name: str) -> tuple[int, str]:
         """The latest version of ``name`` and its head: the newest log row, else the newest checkpoint."""
@@ -300,10 +315,14 @@ class SQLiteStore:
         """See :meth:`lethe.store.Store.read`."""
         high = 2**63 - 1 if upto is None else upto
         with self._lock, self._reporting():
-            return self._connection().execute(
+            conn = self._connection()
+            rows: list[tuple[int, str]] = conn.execute(
                 "SELECT version, record FROM log WHERE name = ? AND version > ? AND version <= ? ORDER BY version",
                 (name, after, high),
             ).fetchall()
+            if not rows and conn.execute("SELECT 1 FROM memories WHERE name = ?", (name,)).fetchone() is None:
+                raise KeyError(name)
+            return rows
 
     def append(
         self,
@@ -348,6 +367,8 @@ class SQLiteStore:
 
     def time(self) -> float:
         """See :meth:`lethe.store.Store.time`: this host's clock (SQLite's file lives on this host)."""
+        if self._closed:
+            raise StoreError(f"{self.path}: the store is closed")
         return time.time()
 
     def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[str]]:
@@ -386,6 +407,17 @@ class SQLiteStore:
                     conn.execute(f"DELETE FROM {table} WHERE name = ? AND version < ?", (name, newest))
                 conn.execute("DELETE FROM log WHERE name = ? AND version <= ?", (name, newest))
             return True
+
+    def drop(self, name: str) -> bool:
+        """See :meth:`lethe.store.Store.drop`: one write transaction."""
+        with self._lock, self._reporting():
+            conn = self._connection()
+            with _writing(conn, self.timeout):
+                removed = sum(
+                    conn.execute(f"DELETE FROM {table} WHERE name = ?", (name,)).rowcount
+                    for table in ("memories", "entries", "log", "checkpoints", "checkpoint_entries")
+                )
+            return removed > 0
 
 
 _FORKING: list[SQLiteStore] = []
