@@ -97,6 +97,8 @@ class Proxy:
         self._closed = True
         self._gate.set()
         with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() in _accept: close() alone does not on Linux
+        with contextlib.suppress(OSError):
             self._listener.close()
         with self._lock:
             links, held = list(self._links), list(self._held)

@@ -33,6 +33,7 @@ from lethe import Entry, ManualClock, Memory, SummarizeError
 from lethe.store import InMemoryStore, Shared, SQLiteStore, Store, StoreError
 
 from ._support import MINUTE, START, fake_clock, sqlite_integrity
+from .test_store_processes import in_fresh_process
 
 NAME = "bot"
 MAX_ENTRIES = 3  # every put from version 4 on evicts one entry
@@ -138,6 +139,21 @@ def _killed_writer(path: str, rule: str, n: int, report: Connection) -> None:
         shared.update(_put(version))
         report.send(("acknowledged", shared.version))
     store.close()  # not killed: the parent fails on the exit code
+
+
+def _writer_exitcode(method: str, path: str, rule: str, n: int, report: Connection) -> int | None:
+    """Start :func:`_killed_writer` by ``method``, close this process's copy of ``report``, and wait for the
+    writer to end (killing it after 60 s): its exit code."""
+    ctx: Any = multiprocessing.get_context(method)  # typeshed's BaseContext has no Process
+    proc = ctx.Process(target=_killed_writer, args=(path, rule, n, report))
+    proc.start()
+    report.close()
+    proc.join(60)
+    if proc.is_alive():
+        proc.kill()
+        proc.join()
+    code: int | None = proc.exitcode
+    return code
 
 
 # -- the dry run -------------------------------------------------------------------------------------------------------
@@ -250,15 +266,12 @@ def test_a_writer_killed_at_a_chosen_statement_loses_only_its_own_uncommitted_up
         where = _where(run, rule, version, which)
 
     path = tmp_path / "store.db"
-    ctx: Any = multiprocessing.get_context(method)  # typeshed's BaseContext has no Process
-    reports, report = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_killed_writer, args=(str(path), rule, where.n, report))
-    proc.start()
-    report.close()
-    proc.join(60)
-    if proc.is_alive():
-        proc.kill()
-        proc.join()
+    reports, report = multiprocessing.Pipe(duplex=False)
+    if method == "fork":  # forked from a process where no thread runs
+        exitcode = in_fresh_process(_writer_exitcode, method, str(path), rule, where.n, report)
+        report.close()
+    else:
+        exitcode = _writer_exitcode(method, str(path), rule, where.n, report)
     messages = []
     with reports:
         while True:  # to the end: the child is gone, and this process closed its own copy of the sending end
@@ -266,7 +279,7 @@ def test_a_writer_killed_at_a_chosen_statement_loses_only_its_own_uncommitted_up
                 messages.append(reports.recv())
             except EOFError:
                 break
-    assert proc.exitcode == -signal.SIGKILL, messages
+    assert exitcode == -signal.SIGKILL, messages
     *acks, last = messages
     assert last == ("killed", where.update, where.kind)
     acknowledged = [v for _, v in acks]

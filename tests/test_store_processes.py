@@ -1,4 +1,7 @@
-"""lethe.store across processes: fork and spawn workers lose nothing; a SIGKILLed writer loses nothing acknowledged."""
+"""lethe.store across processes: fork and spawn workers lose nothing; a SIGKILLed writer loses nothing acknowledged.
+
+Every fork happens in a process spawned for it (:func:`in_fresh_process`), where no thread runs.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +11,11 @@ import signal
 import subprocess
 import sys
 import time
+import traceback
+from collections.abc import Callable
+from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import pytest
 
@@ -20,6 +26,41 @@ from ._support import sqlite_integrity
 
 PUTS = 15
 WORKERS = 3
+T = TypeVar("T")
+
+
+def _reporting(fn: Callable[..., Any], args: tuple[Any, ...], out: Connection) -> None:
+    """Send ``(True, fn(*args))``, or ``(False, its traceback)`` when it raises."""
+    try:
+        answer = (True, fn(*args))
+    except BaseException:
+        answer = (False, traceback.format_exc())
+    out.send(answer)
+    out.close()
+
+
+def in_fresh_process(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` in a process spawned for it, in which no thread runs: there ``fn`` may fork.
+
+    Forking a process that runs threads (the test process may: other tests leave daemon threads
+    behind) can deadlock the child, and Python 3.12+ warns at every such fork (DeprecationWarning).
+    ``fn`` and ``args`` must pickle; what ``fn`` raises fails the test, with its traceback.
+    """
+    ctx = multiprocessing.get_context("spawn")
+    back, out = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_reporting, args=(fn, args, out))
+    proc.start()
+    out.close()
+    with back:
+        answer: tuple[bool, Any] = back.recv() if back.poll(300) else (False, "no answer within 300 s")
+    proc.join(60)
+    if proc.is_alive():
+        proc.kill()
+        proc.join()
+    ok, result = answer
+    if not ok:
+        pytest.fail(f"in a fresh process:\n{result}")
+    return cast(T, result)
 
 
 def _open(engine: str, where: str) -> Store:
@@ -49,19 +90,11 @@ def _worker(engine: str, where: str, w: int, heard: Any) -> None:
     heard.put(mine)
 
 
-@pytest.mark.parametrize("engine", ["sqlite", "postgres", "redis"])
-@pytest.mark.parametrize("method", ["fork", "spawn"])
-def test_processes_lose_nothing_and_double_nothing(
-    tmp_path: Path, method: str, engine: str, request: pytest.FixtureRequest
-) -> None:
-    if method not in multiprocessing.get_all_start_methods():
-        pytest.skip(f"no {method} start method here")
-    path = tmp_path / "store.db"
-    where = {
-        "sqlite": lambda: str(path),
-        "postgres": lambda: request.getfixturevalue("postgres_dsn"),
-        "redis": lambda: f"{request.getfixturevalue('redis_url')} {request.getfixturevalue('redis_prefix')}",
-    }[engine]()
+def _parent(engine: str, where: str, method: str) -> tuple[list[list[str]], list[str], list[int | None]]:
+    """The parent's part: start the workers while it holds the store open and writes to it.
+
+    Returns what each worker's ``on_evict`` heard, what the parent's heard, and the workers' exit codes.
+    """
     # The parent has the store open while it forks: the child must not use the inherited connection.
     parent = _open(engine, where)
     parent_heard: list[str] = []
@@ -77,18 +110,39 @@ def test_processes_lose_nothing_and_double_nothing(
     reports = [heard.get(timeout=120) for _ in procs]
     for p in procs:
         p.join(60)
-        assert p.exitcode == 0
-    final = Shared(parent, "bot", Memory(max_entries=5))
-    assert final.version == WORKERS * PUTS + 2
-    kept = [e.value for e in final.current()]
-    fed = [e.value for _, gone in final.evictions() for e in gone]
-    put = [f"{w}-{i}" for w in range(WORKERS) for i in range(PUTS)] + ["parent-0", "parent-1"]
-    assert sorted(kept + fed) == sorted(put)  # each exactly once
-    # Each eviction was heard once, by the on_evict of the process whose commit made it.
-    assert sorted([v for r in reports for v in r] + parent_heard) == sorted(fed)
-    assert [v for v, _ in final.evictions()] == sorted({v for v, _ in final.evictions()})
     first.update(lambda m: m.put("parent-2"))  # the parent's own connection still works after the forks
     parent.close()
+    return reports, parent_heard, [p.exitcode for p in procs]
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgres", "redis"])
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_processes_lose_nothing_and_double_nothing(
+    tmp_path: Path, method: str, engine: str, request: pytest.FixtureRequest
+) -> None:
+    if method not in multiprocessing.get_all_start_methods():
+        pytest.skip(f"no {method} start method here")
+    path = tmp_path / "store.db"
+    where = {
+        "sqlite": lambda: str(path),
+        "postgres": lambda: request.getfixturevalue("postgres_dsn"),
+        "redis": lambda: f"{request.getfixturevalue('redis_url')} {request.getfixturevalue('redis_prefix')}",
+    }[engine]()
+    if method == "fork":  # forked from a process where no thread runs
+        reports, parent_heard, exitcodes = in_fresh_process(_parent, engine, where, method)
+    else:
+        reports, parent_heard, exitcodes = _parent(engine, where, method)
+    assert exitcodes == [0] * WORKERS
+    with _open(engine, where) as store:
+        final: Shared[Any, Any] = Shared(store, "bot", Memory(max_entries=5))
+        assert final.version == WORKERS * PUTS + 3
+        kept = [e.value for e in final.current()]
+        fed = [e.value for _, gone in final.evictions() for e in gone]
+        put = [f"{w}-{i}" for w in range(WORKERS) for i in range(PUTS)] + ["parent-0", "parent-1", "parent-2"]
+        assert sorted(kept + fed) == sorted(put)  # each exactly once
+        # Each eviction was heard once, by the on_evict of the process whose commit made it.
+        assert sorted([v for r in reports for v in r] + parent_heard) == sorted(fed)
+        assert [v for v, _ in final.evictions()] == sorted({v for v, _ in final.evictions()})
     if engine == "sqlite":
         assert sqlite_integrity(path) == "ok"
 

@@ -1281,7 +1281,8 @@ class Memory(_Version[K, V]):
         Runtime complexity: O(n) for n entries.
 
         Raises:
-            ValueError: a key of another type (or a NaN or infinite float), which
+            ValueError: a key of another type (or a NaN or infinite float, or an
+                int of more than ``sys.get_int_max_str_digits()`` digits), which
                 could not be read back as itself; the message shows the key.
 
         >>> from datetime import datetime, timezone

@@ -11,6 +11,7 @@ documents, written before the latest clock reading was kept, all of them but
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -84,13 +85,34 @@ def _name(field: str) -> str:
 
 
 class _Unwritable(Exception):
-    """A key (part) that JSON cannot carry with its type."""
+    """A key (part) that JSON cannot carry with its type (the message, when there is one, says why)."""
+
+
+#: Every int smaller than this in magnitude has at most 640 digits, the lowest limit Python may
+#: set on converting an int to text (``sys.set_int_max_str_digits``): JSON text can hold it.
+_SHORT_INT = 2**2126
+
+
+def _printable(n: int) -> bool:
+    """Whether Python converts ``n`` to text, as JSON needs: at most ``sys.get_int_max_str_digits()``
+    digits (Python 3.11+, 3.10.7+: 4300 by default).  Raises :class:`_Unwritable` if not."""
+    if -_SHORT_INT < n < _SHORT_INT:
+        return True
+    try:
+        int.__repr__(n)
+    except ValueError:
+        limit = sys.get_int_max_str_digits()  # (the limit exists, as the conversion refused)
+        raise _Unwritable(
+            f"int keys may have at most {limit} digits, the most Python converts to text "
+            "(sys.get_int_max_str_digits()), as JSON needs"
+        ) from None
+    return True
 
 
 def _encode_key(key: Any, depth: int = 0) -> Any:
     """``key`` as JSON: str, int, bool and finite floats as they are, a tuple as a list."""
     t = type(key)
-    if t is str or t is int or t is bool or (t is float and math.isfinite(key)):
+    if t is str or (t is int and _printable(key)) or t is bool or (t is float and math.isfinite(key)):
         return key
     if t is tuple and depth < _MAX_DEPTH:
         return [None if k is None else _encode_key(k, depth + 1) for k in key]
@@ -100,7 +122,7 @@ def _encode_key(key: Any, depth: int = 0) -> Any:
 def _decode_key(value: Any, depth: int = 0) -> Any:
     """The inverse of :func:`_encode_key` (a list is a tuple: no key is a list)."""
     t = type(value)
-    if t is str or t is int or t is bool or (t is float and math.isfinite(value)):
+    if t is str or (t is int and _printable(value)) or t is bool or (t is float and math.isfinite(value)):
         return value
     if t is list and depth < _MAX_DEPTH:
         return tuple(None if v is None else _decode_key(v, depth + 1) for v in value)
@@ -115,11 +137,9 @@ def encode_key(key: Any) -> Any:
     """
     try:
         return _encode_key(key)
-    except _Unwritable:
-        raise ValueError(
-            f"key {_short(key)}: cannot be saved exactly; keys must be str, int, finite float, bool, "
-            "or tuples of those and None"
-        ) from None
+    except _Unwritable as exc:
+        why = str(exc) or "keys must be str, int, finite float, bool, or tuples of those and None"
+        raise ValueError(f"key {_short(key)}: cannot be saved exactly; {why}") from None
 
 
 def _decay_to_dict(fn: Any) -> dict[str, Any]:
@@ -135,7 +155,8 @@ def entry_to_dict(e: Entry[Any, Any], decay_fn: Any, texts: dict[int, str] | Non
 
     Raises:
         ValueError: the key is not one :func:`memory_from_dict` reads back with
-            its type (str, int, finite float, bool, or a tuple of those and None).
+            its type (str, int, finite float, bool, or a tuple of those and None;
+            an int of at most ``sys.get_int_max_str_digits()`` digits).
     """
     key = e.key
     if type(key) is not str:
@@ -248,9 +269,13 @@ def _time(value: Any, where: str) -> tuple[datetime, float]:
 
 
 def checked_key(value: Any, where: str) -> Any:
+    """``value`` as the key :func:`encode_key` wrote it as, else ValueError naming ``where``."""
     try:
         return _decode_key(value)
-    except _Unwritable:
+    except _Unwritable as exc:
+        if str(exc):
+            got = _short(value) if type(value) is int else "a list (a tuple key) holding one"
+            raise ValueError(f"{where}: {exc}; got {got}") from None
         raise ValueError(
             f"{where}: keys must be strings, ints, finite floats, booleans, or lists (tuple keys) of those "
             f"and null; got {_short(value)}"
@@ -312,7 +337,7 @@ def checked_entry(
     # anything else takes the field-by-field path, which names what is wrong.
     kind = type(key)
     if (
-        (kind is str or kind is int)
+        (kind is str or (kind is int and -_SHORT_INT < key < _SHORT_INT))
         and type(access_count) is int
         and 0 <= access_count <= MAX_ACCESS_COUNT
         and (pinned is True or pinned is False)

@@ -313,6 +313,7 @@ class ReadOnly:
         head: str,
         written: Sequence[tuple[int, str]],
         removed: Sequence[int],
+        config: str | None = None,
     ) -> bool:
         """Refused: a commit."""
         raise self._refused(f"commits nothing to {name!r}")
@@ -342,52 +343,13 @@ class ReadOnly:
         self._store.close()
 
 
-def _postgres_untouched(url: str, timeout: float) -> None:
-    """Refuse a PostgreSQL database without lethe's tables (checked on a read-only session):
-    ``PostgresStore`` creates them in a database that has none.
-
-    The session takes ``options`` as ``PostgresStore``'s does (overriding any in the URL), so
-    both look for the tables on the same ``search_path``.
-
-    Raises:
-        CLIError: psycopg is not installed, the URL is malformed, the server cannot be reached
-            or the tables cannot be read, or there are none.
-    """
-    where = shown(url)
-    try:
-        import psycopg
-        from psycopg import errors
-    except ImportError:
-        raise CLIError(f"{where}: reading PostgreSQL needs psycopg 3: pip install 'lethe-decay[postgres]'") from None
-    try:
-        conn = psycopg.connect(
-            url,
-            autocommit=True,
-            connect_timeout=max(1, round(timeout)),
-            options="-c default_transaction_read_only=on",
-        )
-    except psycopg.OperationalError as exc:
-        raise CLIError(f"{where}: cannot connect to PostgreSQL: {exc}") from None
-    except psycopg.Error as exc:  # libpq refused the URL itself
-        raise CLIError(f"{where}: not a valid PostgreSQL URL: {exc}") from None
-    with conn:
-        try:
-            found = conn.execute("SELECT count(*) FROM lethe_meta").fetchone()
-        except errors.UndefinedTable:
-            found = None
-        except psycopg.Error as exc:
-            raise CLIError(f"{where}: cannot read the store: {exc}") from None
-    if not found or not found[0]:
-        raise CLIError(f"{where}: not a lethe store (a database without lethe's tables)")
-
-
 def _server_store(url: str, server: str, prefix: str | None, timeout: float) -> tuple[Readable, str]:
     """The store at the URL ``url`` of a ``server`` (see :func:`server_of`), opened without
     writing, and what to add to "holds no memories" (the key prefix of a Redis store).
 
     Raises:
         CLIError: its client library is not installed, or the URL is malformed (and see
-            :func:`_postgres_untouched`).
+            :func:`lethe.store._postgres.holds_store`).
         StoreError: the server cannot be reached, or holds a store of a newer lethe.
     """
     where = shown(url)
@@ -403,9 +365,15 @@ def _server_store(url: str, server: str, prefix: str | None, timeout: float) -> 
             except ValueError as exc:  # redis-py's: a malformed URL
                 raise CLIError(f"{where}: not a valid Redis URL: {exc}") from None
             return kept, f" under the key prefix {kept.prefix!r} (--prefix)"
-        _postgres_untouched(url, timeout)
         from lethe.store import PostgresStore
+        from lethe.store._postgres import holds_store
 
+        try:
+            held = holds_store(url, timeout)
+        except StoreError as exc:
+            raise CLIError(f"{where}: {exc}") from None
+        if not held:
+            raise CLIError(f"{where}: not a lethe store (a database without lethe's tables)")
         return PostgresStore(url, timeout=timeout), ""
     except ImportError as exc:  # the store's own message: what to install
         raise CLIError(f"{where}: {exc}") from None
@@ -413,17 +381,14 @@ def _server_store(url: str, server: str, prefix: str | None, timeout: float) -> 
 
 def _client_errors(server: str | None) -> tuple[type[Exception], ...]:
     """The errors of the client library of ``server`` (none for a file, or when it is not installed)."""
-    try:
-        if server == "redis":
-            import redis
+    if server == "redis":
+        from lethe.store._redis import CLIENT_ERRORS
 
-            return (redis.RedisError,)
-        if server == "postgres":
-            import psycopg
+        return CLIENT_ERRORS
+    if server == "postgres":
+        from lethe.store._postgres import CLIENT_ERRORS
 
-            return (psycopg.Error,)
-    except ImportError:
-        pass
+        return CLIENT_ERRORS
     return ()
 
 

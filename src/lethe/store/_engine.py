@@ -131,14 +131,16 @@ class Store(Protocol):
         head: str,
         written: Sequence[tuple[int, str]],
         removed: Sequence[int],
+        config: str | None = None,
     ) -> bool:
         """Commit ``version`` if the latest version of ``name`` is ``version - 1``; return
         whether it was committed (False: someone got there first, nothing is written).
 
         Committing adds ``record`` to the log, sets the head, deletes the rows
         whose put orders are in ``removed``, then writes the ``(seq, row)``
-        pairs in ``written``, all at once.  When this returns True the commit is
-        durable as the engine promises.
+        pairs in ``written``, and (when ``config`` is not None) replaces the
+        configuration document :meth:`config` returns, all at once.  When this
+        returns True the commit is durable as the engine promises.
 
         The answer is always true, even when a reply is lost.  An engine on a
         server tags the commit with an operation id of its own; when the

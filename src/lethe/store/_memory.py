@@ -78,6 +78,7 @@ class InMemoryStore:
         head: str,
         written: Sequence[tuple[int, str]],
         removed: Sequence[int],
+        config: str | None = None,
     ) -> bool:
         """See :meth:`lethe.store.Store.append`."""
         with self._lock:
@@ -85,6 +86,8 @@ class InMemoryStore:
             if named.version != version - 1:
                 return False
             named.log[version] = record
+            if config is not None:
+                named.config = config
             named.version, named.head = version, head
             for seq in removed:
                 named.rows.pop(seq, None)

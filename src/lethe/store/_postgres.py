@@ -63,6 +63,9 @@ WITH latest AS (
     SELECT %(name)s, w.seq, w.entry FROM unnest(%(seqs)s::bigint[], %(rows)s::text[]) AS w(seq, entry)
     WHERE EXISTS (SELECT FROM logged)
     ON CONFLICT (name, seq) DO UPDATE SET entry = EXCLUDED.entry
+), configured AS (
+    UPDATE lethe_memories SET config = %(config)s
+    WHERE name = %(name)s AND %(config)s::text IS NOT NULL AND EXISTS (SELECT FROM logged)
 )
 SELECT count(*) FROM logged
 """
@@ -201,7 +204,7 @@ class PostgresStore:
             raise StoreError(f"cannot connect to PostgreSQL: {str(exc).strip()}") from None
         except psycopg.ProgrammingError:
             # libpq's message repeats the connection string, password and all: say only what is wrong.
-            raise StoreError("cannot connect to PostgreSQL: conninfo is not a valid connection string or URL") from None
+            raise StoreError("not a valid PostgreSQL URL or connection string") from None
         try:
             session = self._check(conn)
         except psycopg.OperationalError as exc:
@@ -426,6 +429,7 @@ class PostgresStore:
         head: str,
         written: Sequence[tuple[int, str]],
         removed: Sequence[int],
+        config: str | None = None,
     ) -> bool:
         """See :meth:`lethe.store.Store.append`; the class docstring tells how a lost reply is resolved."""
         operation = secrets.token_hex(8)
@@ -438,6 +442,7 @@ class PostgresStore:
             "op": operation,
             "channel": _CHANNEL,
             "removed": list(removed),
+            "config": config,
         }
 
         seqs, rows = [seq for seq, _ in written], [row for _, row in written]
@@ -666,6 +671,45 @@ class PostgresStore:
 
 # Connections found in a process that did not open them: kept referenced, never used or closed.
 _INHERITED: list[psycopg.Connection[Any]] = []
+
+#: What psycopg raises (nothing when it is not installed): for callers that guard a raw client error.
+CLIENT_ERRORS: tuple[type[Exception], ...] = () if _MISSING else (psycopg.Error,)
+
+
+def holds_store(conninfo: str, timeout: float) -> bool:
+    """Whether the database at ``conninfo`` holds lethe's tables with their metadata, read on
+    a read-only session (a :class:`PostgresStore` creates them in a database without them).
+
+    The session takes ``options`` as the store's does (overriding any in ``conninfo``), so
+    both look for the tables on the same ``search_path``.
+
+    Raises:
+        ImportError: psycopg is not installed (the message says what to install).
+        StoreError: the server cannot be reached, ``conninfo`` is malformed, or the tables
+            cannot be read.
+    """
+    if _MISSING:
+        raise ImportError(_MISSING)
+    try:
+        conn = psycopg.connect(
+            conninfo,
+            autocommit=True,
+            connect_timeout=max(1, round(timeout)),
+            options="-c default_transaction_read_only=on",
+        )
+    except psycopg.OperationalError as exc:
+        raise StoreError(f"cannot connect to PostgreSQL: {str(exc).strip()}") from None
+    except psycopg.Error:  # libpq refused the string itself, and its message repeats it
+        raise StoreError("not a valid PostgreSQL URL or connection string") from None
+    with conn:
+        try:
+            found = conn.execute("SELECT count(*) FROM lethe_meta").fetchone()
+        except _errors.UndefinedTable:
+            return False
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot read the store: {str(exc).strip()}") from None
+    return bool(found and found[0])
+
 
 #: Every store of this process, to mend its locks in a forked child.
 _LIVE: weakref.WeakSet[PostgresStore] = weakref.WeakSet()

@@ -18,13 +18,17 @@ before tips existed (three fields, no ``prev``) are read as having none.
 
 Every field read back is checked as ``Memory.from_dict`` checks it (the same
 functions do it), so a damaged store gives a ``ValueError`` naming the field,
-never a wrong memory.
+never a wrong memory; a tip read back must be one :func:`new_tip` makes (it is
+written into the next record as it is).  A row holds only what JSON gives back
+exactly (:func:`row` refuses the rest), so every replica reads the entry the
+writer holds.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import secrets
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -32,8 +36,9 @@ from typing import Any
 
 from lethe._change import Change
 from lethe._clock import UTC, exact_us, from_us, to_us
-from lethe._entry import Entry
+from lethe._entry import Entry, FrozenDict
 from lethe._map import EMPTY
+from lethe._reprs import short_repr
 from lethe._serialize import (
     Moment,
     check_entries,
@@ -43,7 +48,7 @@ from lethe._serialize import (
     encode_key,
 )
 from lethe._snapshot import Snapshot
-from lethe.decay._adapter import dumped_state
+from lethe.decay._adapter import dumped_state, state_loader
 
 #: The fields of a row, in order.
 ROW = (
@@ -62,7 +67,7 @@ ROW = (
     "decay_state",
 )
 _RECORD_FIELDS = frozenset({"head", "written", "removed", "evicted"})
-_CHAINED_FIELDS = _RECORD_FIELDS | {"prev"}
+_CHAINED_FIELDS = _RECORD_FIELDS | {"prev", "config"}
 _LOW_US = int(to_us(datetime.min.replace(tzinfo=UTC)))
 _HIGH_US = int(to_us(datetime.max.replace(tzinfo=UTC)))
 
@@ -96,12 +101,123 @@ def dumps(value: Any) -> str:
 # -- writing ----------------------------------------------------------------
 
 
+#: What JSON gives back as it was: values of exactly these types (an instance of a subclass,
+#: an ``IntEnum`` member say, comes back as its base type), and lists and objects of them.
+_SCALARS: frozenset[type] = frozenset({str, int, float, bool, type(None)})
+#: The dicts a row may hold: plain ones, and the read-only copy entry metadata is held as
+#: (``FrozenDict``, equal to the dict it copies; metadata is frozen again when read back).
+_OBJECTS: frozenset[type] = frozenset((dict, FrozenDict))
+
+
+def _kept(value: Any) -> bool:
+    """Whether ``json.loads`` gives back exactly ``value``, which :func:`dumps` wrote (so it
+    holds no cycle): built of dicts with str keys, lists, str, int, float, bool and None, each
+    of exactly that type.  NaN and the infinities count as kept (``dumps`` writes them).
+
+    A walk over the containers only (a long list of scalars is passed by one check of its
+    types at C speed): cheaper than encoding, and than ``json.loads(text) == value``, which
+    takes NaN for a change and an ``IntEnum`` member for none.
+    """
+    scalars = _SCALARS
+    if type(value) in scalars:
+        return True
+    stack = [value]
+    pop, push = stack.pop, stack.append
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind is list:
+            if len(item) < 16 or not set(map(type, item)) <= scalars:
+                for v in item:
+                    if type(v) not in scalars:
+                        push(v)
+        elif kind in _OBJECTS:
+            for k, v in item.items():
+                if type(k) is not str:
+                    return False
+                if type(v) not in scalars:
+                    push(v)
+        else:
+            return False
+    return True
+
+
+def _a(name: str) -> str:
+    return f"an {name}" if name[:1] in ("a", "e", "i", "o", "u", "A", "E", "I", "O", "U") else f"a {name}"
+
+
+def _becomes(item: Any) -> str:
+    """What JSON makes of ``item``, a value of none of the types it gives back as they were."""
+    if isinstance(item, tuple):  # (a named tuple too)
+        return "reads back as a list: store a list"
+    if isinstance(item, (set, frozenset)):
+        return "cannot write: store a list"
+    for base in (dict, list, str, int, float):  # (bool cannot be subclassed)
+        if isinstance(item, base):
+            name = base.__name__
+            return f"reads back as a plain {name}: store {_a(name)}"
+    return "cannot write"
+
+
+def _key_becomes(key: Any) -> str:
+    """What JSON makes of ``key``, an object's key that is not a ``str``."""
+    try:
+        (back,) = json.loads(_unicode({key: 0}))
+    except (TypeError, ValueError):
+        return "cannot write"
+    return f"reads back as the str {short_repr(back)}"
+
+
+def _where(path: Any) -> str:
+    """The text of a path built by :func:`_unkept` (``(parent, step)`` pairs, innermost last)."""
+    steps = []
+    while type(path) is tuple:
+        path, step = path
+        steps.append(step)
+    return str(path) + "".join(reversed(steps))
+
+
+def _unkept(name: str, value: Any) -> str | None:
+    """Where in ``value`` (named ``name``) the first thing JSON does not give back as it was is,
+    and what JSON makes of it; None when there is none (walked once per container: cycles and
+    nesting at any depth are fine, as this runs after ``dumps`` refused, too)."""
+    stack: list[tuple[Any, Any]] = [(value, name)]
+    seen: set[int] = set()
+    while stack:
+        item, path = stack.pop()
+        kind = type(item)
+        if kind in _SCALARS:
+            continue
+        if kind is list or kind in _OBJECTS:
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            if kind is list:
+                stack += [(v, (path, f"[{i}]")) for i, v in reversed(list(enumerate(item)))]
+                continue
+            for k in item:
+                if type(k) is not str:
+                    what = "the key None" if k is None else f"the key {short_repr(k)} ({_a(type(k).__name__)})"
+                    return f"{_where(path)} has {what}, which JSON {_key_becomes(k)}: use str keys"
+            stack += [(v, (path, f"[{short_repr(k)}]")) for k, v in reversed(item.items())]
+            continue
+        return f"{_where(path)} is {_a(kind.__name__)}, which JSON {_becomes(item)}"
+    return None
+
+
 def row(e: Entry[Any, Any], decay_fn: Any) -> str:
     """``e`` as a row.
 
+    Its value, summary and metadata (and the decay state of a decay function without
+    ``load_state``, which keeps it as stored) must be what JSON gives back exactly, or every
+    other replica would hold something else: dicts with str keys, lists, str, int, float, bool
+    and None, of exactly those types.
+
     Raises:
-        ValueError: the key or the value cannot be written as JSON (naming the key).
+        ValueError: the key, or something in the entry, that JSON cannot write or would give
+            back as something else (naming the key and the place, ``value[2]['a']``).
     """
+    state = dumped_state(decay_fn, e.decay_state)
     data = [
         e.seq,
         encode_key(e.key),
@@ -115,12 +231,32 @@ def row(e: Entry[Any, Any], decay_fn: Any) -> str:
         e.summary,
         e.summarized,
         None if e.expires_at is None else exact_us(e.expires_at),
-        dumped_state(decay_fn, e.decay_state),
+        state,
     ]
     try:
-        return dumps(data)
+        text = dumps(data)
     except (TypeError, ValueError, RecursionError) as exc:  # (nested deeper than json can go)
-        raise ValueError(f"key {e.key!r}: its value or summary cannot be saved as JSON: {exc}") from None
+        raise ValueError(_refusal(e, state, decay_fn, exc)) from None
+    if (
+        _kept(e.value)
+        and _kept(e.summary)
+        and (not e.metadata or _kept(e.metadata))
+        and (state is None or state_loader(decay_fn) is not None or _kept(state))
+    ):
+        return text
+    raise ValueError(_refusal(e, state, decay_fn))
+
+
+def _refusal(e: Entry[Any, Any], state: Any, decay_fn: Any, failed: BaseException | None = None) -> str:
+    """Why ``e`` cannot be a row, naming its key and the place (else what ``dumps`` raised, ``failed``)."""
+    parts = [("value", e.value), ("metadata", e.metadata), ("summary", e.summary)]
+    if state_loader(decay_fn) is None:
+        parts.append(("decay_state", state))
+    for name, part in parts:
+        why = _unkept(name, part)
+        if why is not None:
+            return f"key {short_repr(e.key)}: {why}"
+    return f"key {short_repr(e.key)}: its value or summary cannot be saved as JSON: {failed}"
 
 
 def new_tip() -> str:
@@ -135,16 +271,41 @@ def head(snapshot: Snapshot, tip: str) -> str:
 
 
 def record(
-    head_text: str, prev: str | None, written: Iterable[str], removed: Iterable[Any], evicted: Iterable[str]
+    head_text: str,
+    prev: str | None,
+    written: Iterable[str],
+    removed: Iterable[Any],
+    evicted: Iterable[str],
+    config: str | None = None,
 ) -> str:
     """A change record from its parts, already written as text; ``prev`` is the tip of the
-    version it was made on (None: not known)."""
+    version it was made on (None: not known); ``config``, a configuration document, when the
+    version changed the configuration (its record then writes every entry).  The
+    configuration goes last, so that :func:`configured` tells a record without one by its
+    last two characters."""
     keys = dumps([encode_key(k) for k in removed])
     chained = "" if prev is None else f'"prev":"{prev}",'
+    configured = "" if config is None else f',"config":{config}'
     return (
         f'{{"head":{head_text},{chained}"written":[{",".join(written)}],"removed":{keys},'
-        f'"evicted":[{",".join(evicted)}]}}'
+        f'"evicted":[{",".join(evicted)}]{configured}}}'
     )
+
+
+def configured(text: str) -> dict[str, Any] | None:
+    """The configuration document a record carries (None: it does not change the configuration).
+
+    Raises:
+        ValueError: the record is not JSON, or its ``config`` is not an object.
+    """
+    if text.endswith("]}"):  # every record ends so but one with a configuration (see record)
+        return None
+    data = _parsed(text, "record")
+    if type(data) is not dict or "config" not in data:
+        return None  # not a record as written: change() names what is wrong
+    if type(data["config"]) is not dict:
+        raise ValueError(f"record.config: expected an object, got {short_repr(data['config'])}")
+    return data["config"]
 
 
 # -- reading ----------------------------------------------------------------
@@ -213,20 +374,28 @@ def _parsed_rows(texts: Sequence[str], start: int) -> list[Any]:
     return [_parsed(text, f"entries[{start + i}]") for i, text in enumerate(chunk)]
 
 
+#: A version id as :func:`new_tip` makes it, the only kind there has been (stores written
+#: before version ids existed have none): it is written back into the next record unescaped.
+_TIP = re.compile("[0-9a-f]{16}")
+
+
 def tip_of(text: str) -> str | None:
     """The tip of the version a record made, read from the start of its text without parsing
-    the rest (None: a record without one, or not one :func:`record` wrote)."""
+    the rest (None: a record without one, or not one :func:`record` wrote, or not a tip
+    :func:`new_tip` made)."""
     if not text.startswith('{"head":['):
         return None
     head = text[: text.find("]")]
     if not head.endswith('"'):
         return None
-    return head[head.rfind('"', 0, len(head) - 1) + 1 : -1]
+    tip = head[head.rfind('"', 0, len(head) - 1) + 1 : -1]
+    return tip if _TIP.fullmatch(tip) else None
 
 
 def _tip(raw: Any, field: str) -> str:
-    if type(raw) is not str or not 0 < len(raw) <= 64:
-        raise ValueError(f"{field}: expected a version id (a short string), got {str(raw)[:80]}")
+    """``raw`` as a version id; ValueError naming ``field`` unless :func:`new_tip` could have made it."""
+    if type(raw) is not str or not _TIP.fullmatch(raw):
+        raise ValueError(f"{field}: expected a version id (16 lowercase hex digits), got {short_repr(raw)}")
     return raw
 
 

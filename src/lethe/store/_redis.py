@@ -31,6 +31,9 @@ except ImportError:
 
 T = TypeVar("T")
 
+#: What redis-py raises (nothing when it is not installed): for callers that guard a raw client error.
+CLIENT_ERRORS: tuple[type[Exception], ...] = () if _MISSING else (redis.RedisError,)
+
 # Connection errors that trying again does not mend (not every redis-py has AuthorizationError).
 _REFUSED: tuple[type[Exception], ...] = (
     ()
@@ -103,7 +106,8 @@ redis.call('ZADD', KEYS[7], 0, 0)
 return ARGV[1]
 """
 
-# ARGV: version, record, head, operation id, number removed, removed seqs..., seq, row pairs.
+# ARGV: version, record, head, operation id, the new configuration (empty: unchanged), number
+# removed, removed seqs..., seq, row pairs.
 # Returns 1 (committed now, or by this same operation before its reply was lost), 0 (lost the
 # race: nothing written), 2 (the version is taken and compacted away with its operation id:
 # whether it is this operation's cannot be told) or -1 (no such memory).  An operation writes
@@ -125,9 +129,10 @@ redis.call('SET', KEYS[2], ARGV[1])
 redis.call('SET', KEYS[3], ARGV[3])
 redis.call('HSET', KEYS[4], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[5], ARGV[1], ARGV[4])
-local removed = tonumber(ARGV[5])
-for i = 6, 5 + removed do redis.call('HDEL', KEYS[6], ARGV[i]) end
-for i = 6 + removed, #ARGV, 2 do redis.call('HSET', KEYS[6], ARGV[i], ARGV[i + 1]) end
+if ARGV[5] ~= '' then redis.call('SET', KEYS[1], ARGV[5]) end
+local removed = tonumber(ARGV[6])
+for i = 7, 6 + removed do redis.call('HDEL', KEYS[6], ARGV[i]) end
+for i = 7 + removed, #ARGV, 2 do redis.call('HSET', KEYS[6], ARGV[i], ARGV[i + 1]) end
 redis.call('XADD', KEYS[9], 'MAXLEN', '~', 64, '*', 'v', ARGV[1])
 return 1
 """
@@ -595,11 +600,12 @@ class RedisStore:
         head: str,
         written: Sequence[tuple[int, str]],
         removed: Sequence[int],
+        config: str | None = None,
     ) -> bool:
         """See :meth:`lethe.store.Store.append`; the class docstring tells how a lost reply is resolved."""
         operation = secrets.token_hex(8)
         pairs = [part for seq, row in written for part in (seq, row)]
-        keys, args = self._keys(name), [version, record, head, operation, len(removed), *removed, *pairs]
+        keys, args = self._keys(name), [version, record, head, operation, config or "", len(removed), *removed, *pairs]
         sends = 0
 
         def send() -> Any:

@@ -12,6 +12,7 @@ import time
 import warnings
 import weakref
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
 from lethe._change import Change
@@ -66,6 +67,10 @@ def _mismatch(stored: dict[str, Any], mine: dict[str, Any]) -> str | None:
 #: The first and the longest pause between two looks at the store in :meth:`Shared.await_change`.
 _FIRST_POLL = 0.001
 _LAST_POLL = 0.05
+
+
+def _seq(entry: Entry[Any, Any]) -> int:
+    return entry.seq
 
 
 def _checked_wait(timeout: object) -> float:
@@ -165,11 +170,23 @@ class Shared(Generic[K, V]):
             at that reading.  :class:`~lethe.store.StoreClock` gives every
             writer one clock.
 
+    A custom decay function is stored by its identity (its qualified name and
+    parameters, or a ``name`` it declares), so a process with another one is
+    refused.  :meth:`configure` changes the
+    stored configuration for every process; ``store.drop(name)`` removes the
+    memory.  ``with Shared(...) as shared:`` closes the object (not the
+    store) on leaving the block.
+
     Raises:
         ValueError: ``name`` exists with another configuration (the message
             names the field), or holds a NUL character or a lone surrogate;
-            a key or value JSON cannot carry.
-        StoreError: the stored log or checkpoint cannot be read.
+            a key or value in the template JSON cannot carry, or would give
+            back as something else.
+        StoreError: the stored configuration, log or checkpoint cannot be read.
+
+    Warns:
+        TemplateIgnored: ``name`` exists and ``template`` holds entries (they
+            are not written).
 
     >>> from lethe import Memory
     >>> from lethe.store import InMemoryStore, Shared
@@ -205,17 +222,10 @@ class Shared(Generic[K, V]):
         self._store = store
         self._name = name
         self._checkpoint_every = checkpoint_every
-        self._config: Config = template._config
-        self._decay_fn = template._config.decay_fn
+        self._template_fn = template._config.decay_fn  # the one custom function this process has
         self._on_evict = template._config.on_evict
         self._summarize = template._config.summarize_fn
-        # The configuration a write runs under: the template's, but on_evict is called
-        # here after a commit, and summaries are remembered across attempts.
-        self._run_config = dataclasses.replace(
-            self._config,
-            on_evict=self._heard,
-            summarize_fn=None if self._summarize is None else self._summarized,
-        )
+        self._follow(template._config)
         self._summaries: dict[tuple[Any, int], tuple[Any, Any]] = {}
         self._attempt: list[Entry[K, V]] = []  # what the operations of one attempt of fn evicted
         self._lock = threading.RLock()
@@ -246,10 +256,11 @@ class Shared(Generic[K, V]):
         if field is not None:
             raise ValueError(
                 f"{name!r} was stored with another configuration: {field} is {theirs.get(field)!r} "
-                f"in the store, {mine[field]!r} here. Open it with the stored configuration, or "
-                f"remove it with store.drop({name!r}) and create it again"
+                f"in the store, {mine[field]!r} here. Open it with the stored configuration (then "
+                f"Shared.configure(...) changes it for every process), or remove it with "
+                f"store.drop({name!r}) and create it again"
             )
-        self._version, self._replica, self._tip = self._loaded()
+        self._version, self._replica, self._tip = self._loaded(self._config)
         # When the store last checkpointed is not known here: the first commit of this object
         # past one interval asks it (the store compacts only when its own gap is that wide), so
         # objects that each commit less than an interval still keep the log bounded.
@@ -290,21 +301,75 @@ class Shared(Generic[K, V]):
                 f"Nothing was written. Open it again with Shared(...) to create it afresh"
             ) from None
 
-    def _restored(self, what: str, head: str, rows: list[str]) -> tuple[Memory[K, V], str | None]:
-        """A memory under the template's configuration from a stored head and rows, and its tip."""
+    def _follow(self, config: Config) -> None:
+        """Make ``config`` (with this process's hooks) the one replicas and writes use."""
+        self._config = config
+        self._decay_fn = config.decay_fn
+        # The configuration a write runs under: the same, but on_evict is called here after
+        # a commit, and summaries are remembered across attempts.
+        self._run_config = dataclasses.replace(
+            config,
+            on_evict=self._heard,
+            summarize_fn=None if self._summarize is None else self._summarized,
+        )
+
+    def _adopted(self, doc: dict[str, Any], current: Config) -> Config:
+        """The configuration the stored document ``doc`` describes, with this process's hooks
+        (``current`` when it describes that one).
+
+        Raises:
+            StoreError: ``doc`` names a custom decay function this process does not have, or
+                is malformed.
+        """
+        if _mismatch(doc, _config_document(current)) is None:
+            return current
+        decay = doc.get("decay_fn")
+        custom = isinstance(decay, dict) and decay.get("name") == CUSTOM
+        if custom and decay != {"name": CUSTOM, "function": identity(self._template_fn)}:
+            raise StoreError(
+                f"{self._name!r}: its configuration was changed (Shared.configure) to a custom decay function "
+                f"this process does not have ({decay!r}): open it again with a template of that configuration"
+            )
         try:
-            snapshot, tip = _records.snapshot(head, rows, self._decay_fn, self._config.max_entries)
+            data = {"format": "lethe.memory", "version": 2, "next_key": 0, "next_seq": 0, "latest": None}
+            empty: Memory[Any, Any] = Memory.from_dict(
+                {**data, **doc, "entries": []}, decay_fn=self._template_fn if custom else None
+            )
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"{self._name!r}: the stored configuration cannot be read: {exc}") from None
+        hooks = {name: getattr(current, name) for name in ("summarize_fn", "on_evict", "clock_fn")}
+        return dataclasses.replace(empty._config, **hooks)
+
+    def _restored(
+        self, what: str, head: str, rows: list[str], config: Config | None = None
+    ) -> tuple[Memory[K, V], str | None]:
+        """A memory under ``config`` (this object's by default) from a stored head and rows, and its tip."""
+        config = config or self._config
+        try:
+            snapshot, tip = _records.snapshot(head, rows, config.decay_fn, config.max_entries)
         except ValueError as exc:
             raise StoreError(f"{self._name!r}: {what} cannot be read: {exc}") from None
-        return Memory._restored(self._config, snapshot), tip
+        return Memory._restored(config, snapshot), tip
 
-    def _loaded(self) -> tuple[int, Memory[K, V], str | None]:
-        """The current state, read from the store's current entries (no log to replay)."""
+    def _loaded(self, config: Config | None = None) -> tuple[int, Memory[K, V], str | None]:
+        """The current state, read from the store's current entries (no log to replay), under
+        ``config``, or (None) under the stored configuration, which this object then follows."""
+        if config is None:
+            stored = self._call(self._store.config)
+            try:
+                doc = json.loads(stored)
+            except ValueError:
+                doc = None
+            if not isinstance(doc, dict):
+                raise StoreError(f"{self._name!r}: the stored configuration is not a JSON object: {stored[:80]!r}")
+            config = self._adopted(doc, self._config)
+            if config is not self._config:
+                self._follow(config)
         # The rows read and the entries built from them all stay reachable: a collector pass
         # meanwhile frees nothing and, in a process holding much, walks all of it (as from_dict).
         with paused():
             version, head, rows = self._call(self._store.load)
-            return version, *self._restored(f"the state at version {version}", head, rows)
+            return version, *self._restored(f"the state at version {version}", head, rows, config)
 
     def _checkpointed_at(self, at_most: int) -> tuple[int, Memory[K, V], str | None]:
         """The newest checkpoint at or before ``at_most``."""
@@ -316,9 +381,11 @@ class Shared(Generic[K, V]):
                 raise StoreError(f"{self._name!r}: no checkpoint at or before version {at_most} is kept") from None
             return version, *self._restored(f"checkpoint {version}", head, rows)
 
-    def _change(self, version: int, record: str, evicted: bool) -> tuple[Change, str | None, str | None]:
+    def _change(
+        self, version: int, record: str, evicted: bool, decay_fn: Any = None
+    ) -> tuple[Change, str | None, str | None]:
         try:
-            return _records.change(record, self._decay_fn, evicted=evicted)
+            return _records.change(record, decay_fn or self._decay_fn, evicted=evicted)
         except ValueError as exc:
             raise StoreError(f"{self._name!r}: log record {version} cannot be read: {exc}") from None
 
@@ -333,15 +400,39 @@ class Shared(Generic[K, V]):
         for v, record in rows:
             if v != version + 1:
                 raise StoreError(f"{self._name!r}: the log goes from version {version} to {v} (truncated)")
-            change, prev, new_tip = self._change(v, record, evicted=False)
+            try:
+                doc = _records.configured(record)
+            except ValueError as exc:
+                raise StoreError(f"{self._name!r}: log record {v} cannot be read: {exc}") from None
+            config = mem._config if doc is None else self._adopted(doc, mem._config)
+            change, prev, new_tip = self._change(v, record, evicted=False, decay_fn=config.decay_fn)
             if prev is not None and tip is not None and prev != tip:
                 raise _Diverged(version)
-            try:
-                mem = mem._applied(change)
-            except KeyError as exc:
-                raise StoreError(f"{self._name!r}: log record {v} removes a key not held: {exc}") from None
+            if doc is not None:  # a new configuration: the record holds every entry
+                written = list(change.written)
+                snapshot = Snapshot(
+                    EMPTY.update({e.key: e for e in written}),
+                    change.next_key,
+                    change.next_seq,
+                    change.latest,
+                    change.latest_us,
+                    written,
+                )
+                mem = Memory._restored(config, snapshot)
+            else:
+                try:
+                    mem = mem._applied(change)
+                except KeyError as exc:
+                    raise StoreError(f"{self._name!r}: log record {v} removes a key not held: {exc}") from None
             version, tip = v, new_tip
         return version, mem, tip
+
+    def _caught_up(self, version: int, mem: Memory[K, V], tip: str | None) -> None:
+        """Make ``mem`` (at ``version``, whose tip is ``tip``) the replica, and follow its
+        configuration when a record changed it."""
+        self._version, self._replica, self._tip = version, mem, tip
+        if mem._config is not self._config:
+            self._follow(mem._config)
 
     def _catch_up(self) -> None:
         """Fold the log after :attr:`version` into the replica (from the current entries when
@@ -375,10 +466,10 @@ class Shared(Generic[K, V]):
                     rows = self._call(self._store.read, version)
                     if not rows or rows[0][0] == version + 1:
                         break
-                self._version, self._replica, self._tip = self._folded(version, mem, tip, rows)
+                self._caught_up(*self._folded(version, mem, tip, rows))
                 self._check_clock()
                 return
-            self._version, self._replica, self._tip = self._folded(version, self._replica, tip, rows)
+            self._caught_up(*self._folded(version, self._replica, tip, rows))
         except _Diverged:
             self._rejoin()
         if rows:
@@ -578,7 +669,12 @@ class Shared(Generic[K, V]):
         Raises:
             TypeError: ``fn`` returned something else (nothing is written).
             Whatever ``fn`` raises: nothing is written, the replica is unchanged.
-            ValueError: a key or value JSON cannot carry (nothing is written).
+            ValueError: a key or value JSON cannot carry, or would give back as
+                something else (nothing is written).
+            RuntimeError: called from inside a function this object runs for
+                :meth:`update` or :meth:`transact` (nothing is written).
+            StoreError: the memory is no longer in the store, or this object
+                is closed (nothing is written).
             CommitUnknown: the store's server could not be reached to learn
                 whether the commit went in; the replica is unchanged, and the
                 next read catches up and shows it if it did.
@@ -596,6 +692,25 @@ class Shared(Generic[K, V]):
     def _transact(self, fn: Callable[[Memory[K, V]], tuple[Memory[K, V], R]], stop: threading.Event | None) -> R:
         """:meth:`transact`; when ``stop`` is set before a commit is sent, :class:`_Stopped`
         is raised instead and nothing is committed."""
+        with self._write():
+            self._catch_up()
+            while True:
+                base, version, tip = self._replica, self._version, self._tip
+                runner = base._rehooked(self._run_config, ())
+                self._attempt.clear()
+                out = fn(runner)
+                if not (isinstance(out, tuple) and len(out) == 2):
+                    raise TypeError(f"fn must return a (Memory, result) pair, got {type(out).__name__}")
+                new, result = out
+                if stop is not None and stop.is_set():
+                    raise _Stopped
+                if self._commit(base, version, tip, runner, new):
+                    return result
+                self._lost()
+
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        """Hold this object's lock for one write, refusing a write from inside another."""
         with self._lock:
             if self._writing:
                 # The outer write would commit on the version it started from, after the
@@ -606,33 +721,20 @@ class Shared(Generic[K, V]):
                 )
             self._writing = True
             try:
-                self._catch_up()
-                while True:
-                    base, version, tip = self._replica, self._version, self._tip
-                    runner = base._rehooked(self._run_config, ())
-                    self._attempt.clear()
-                    out = fn(runner)
-                    if not (isinstance(out, tuple) and len(out) == 2):
-                        raise TypeError(
-                            f"fn must return a (Memory, result) pair, got {type(out).__name__}"
-                        )
-                    new, result = out
-                    if stop is not None and stop.is_set():
-                        raise _Stopped
-                    if self._commit(base, version, tip, runner, new):
-                        return result
-                    # Not committed: someone committed this version first, or the commit never
-                    # reached the store (an engine that lost the connection says so).  If catching
-                    # up finds nothing, ask the store its latest version: one below this replica's
-                    # means the store went back.
-                    seen = self._version
-                    self._catch_up()
-                    if self._version == seen and self._call(self._store.wait, seen, 0.0) < seen:
-                        self._rejoin()
+                yield
             finally:
                 self._writing = False
                 self._summaries.clear()
                 self._attempt.clear()
+
+    def _lost(self) -> None:
+        """After a commit that did not go in: someone committed its version first, or it never
+        reached the store (an engine that lost the connection says so).  Catch up; if that finds
+        nothing, ask the store its latest version: one below this replica's means it went back."""
+        seen = self._version
+        self._catch_up()
+        if self._version == seen and self._call(self._store.wait, seen, 0.0) < seen:
+            self._rejoin()
 
     def update(self, fn: Callable[[Memory[K, V]], Memory[K, V]]) -> Memory[K, V]:
         """Commit ``fn(current)`` and return the committed version, retrying on a lost race.
@@ -662,10 +764,69 @@ class Shared(Generic[K, V]):
             self._transact(both, stop)
             return self._replica
 
+    def configure(self, **changes: Any) -> Memory[K, V]:
+        """Change the stored configuration, for every process, keeping every entry.
+
+        ``changes`` are any of the stored fields (``max_entries``,
+        ``decay_fn``, ``half_life``, ``eviction_threshold``,
+        ``summarize_threshold``), applied as :meth:`lethe.Memory.configure`
+        applies them, in one commit that carries the new configuration and
+        every entry as it now is.  Every other ``Shared`` on the name follows
+        it when it catches up (a custom decay function only where its template
+        has that function: elsewhere reads raise :class:`StoreError` until the
+        process opens the name again with it), and a later open must give the
+        new configuration.
+
+        Runtime complexity: O(n log n), and every entry is written once.
+
+        Raises:
+            TypeError: a field that is not stored (a hook: hooks are each
+                process's own, give them in the template), or an unknown field.
+            ValueError: a bad value, as :meth:`lethe.Memory.configure` (nothing
+                is committed).
+            RuntimeError: called from inside a function this object runs for
+                :meth:`update` or :meth:`transact`.
+
+        >>> from lethe import Memory
+        >>> from lethe.store import InMemoryStore, Shared
+        >>> store = InMemoryStore()
+        >>> a = Shared(store, "notes", Memory(max_entries=10))
+        >>> _ = a.configure(max_entries=100)
+        >>> b = Shared(store, "notes", Memory(max_entries=100))
+        >>> a.current().max_entries, b.version
+        (100, 1)
+        """
+        local = sorted(set(changes) - set(_CONFIG_FIELDS))
+        if local:
+            raise TypeError(
+                f"configure changes the stored configuration ({', '.join(_CONFIG_FIELDS)}); "
+                f"{', '.join(local)} cannot be stored: give hooks in the template"
+            )
+        with self._write():
+            self._catch_up()
+            while True:
+                base, version, tip = self._replica, self._version, self._tip
+                new = base.configure(**changes)
+                doc = _config_document(new._config)
+                if _mismatch(doc, _config_document(base._config)) is None:
+                    return base  # nothing stored changes
+                fn = new._config.decay_fn
+                written = [(e.seq, _records.row(e, fn)) for e in sorted(new._entries.values(), key=_seq)]
+                new_tip = _records.new_tip()
+                head = _records.head(new._snapshot(), new_tip)
+                text = _records.dumps(doc)
+                record = _records.record(head, tip, (r for _, r in written), (), (), config=text)
+                if self._call(self._store.append, version + 1, record, head, written, (), text):
+                    self._follow(new._config)
+                    self._version, self._replica, self._tip = version + 1, new, new_tip
+                    self._maybe_checkpoint()
+                    return new
+                self._lost()
+
     def _commit(self, base: Memory[K, V], version: int, tip: str | None, runner: Memory[K, V], new: object) -> bool:
         """Append what turns ``base`` (at ``version``, whose tip is ``tip``) into ``new``; whether
         it went in (or there was nothing to commit)."""
-        if not isinstance(new, Memory) or new._config is not self._run_config:
+        if not isinstance(new, Memory) or new._config is not runner._config:
             what = type(new).__name__ if not isinstance(new, Memory) else "a Memory with another configuration"
             raise TypeError(f"fn must return a Memory made from the one it was given, got {what}")
         change = runner._changes(new, self._evicted_by(new))
@@ -688,7 +849,7 @@ class Shared(Generic[K, V]):
         version += 1
         if not self._call(self._store.append, version, record, head, written, removed):
             return False
-        committed: Memory[K, V] = new._rehooked(self._config, change.evicted)
+        committed: Memory[K, V] = new._rehooked(base._config, change.evicted)
         self._version, self._replica, self._tip = version, committed, new_tip
         self._maybe_checkpoint()
         if committed.evicted and self._on_evict is not None:

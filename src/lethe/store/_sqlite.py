@@ -332,6 +332,7 @@ class SQLiteStore:
         head: str,
         written: Sequence[tuple[int, str]],
         removed: Sequence[int],
+        config: str | None = None,
     ) -> bool:
         """See :meth:`lethe.store.Store.append`."""
         with self._lock, self._reporting():
@@ -342,6 +343,8 @@ class SQLiteStore:
                 if latest != version - 1:
                     return False  # another writer got there first (nothing written)
                 conn.execute("INSERT INTO log VALUES (?, ?, ?, ?)", (name, version, head, record))
+                if config is not None:
+                    conn.execute("UPDATE memories SET config = ? WHERE name = ?", (config, name))
                 for seq in removed:  # one or two rows a commit: execute is cheaper than executemany
                     conn.execute("DELETE FROM entries WHERE name = ? AND seq = ?", (name, seq))
                 for seq, row in written:
