@@ -6,12 +6,14 @@ import itertools
 import os
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 from lethe import ManualClock, Memory
+from lethe.store import InMemoryStore, SQLiteStore, Store
 
 from ._servers import Postgres, postgres, postgres_unavailable, redis_server, redis_unavailable
 from ._support import HOUR, START, fake_clock
@@ -90,3 +92,34 @@ def redis_url() -> Iterator[str]:
 def redis_prefix() -> str:
     """A key prefix no other test uses, so tests share the session's server."""
     return f"t{os.getpid()}_{next(_databases)}"
+
+
+#: Every engine of ``lethe.store``: the one list the engine tests run over (PostgreSQL and
+#: Redis on throwaway servers; their tests skip, saying why, where those cannot run).
+ENGINES = ("memory", "sqlite", "postgres", "redis")
+
+
+def make_store(kind: str, request: pytest.FixtureRequest, tmp_path: Path, **options: Any) -> Store:
+    """A new, empty store of the engine ``kind`` (one of :data:`ENGINES`), built with ``options``."""
+    if kind == "memory":
+        return InMemoryStore()
+    if kind == "sqlite":
+        return SQLiteStore(tmp_path / "store.db", **options)
+    if kind == "postgres":
+        from lethe.store import PostgresStore
+
+        return PostgresStore(request.getfixturevalue("postgres_dsn"), **options)
+    if kind == "redis":
+        from lethe.store import RedisStore
+
+        url, prefix = request.getfixturevalue("redis_url"), request.getfixturevalue("redis_prefix")
+        return RedisStore(url, prefix=prefix, **options)
+    raise ValueError(f"no engine {kind!r}: one of {ENGINES}")
+
+
+@pytest.fixture(params=ENGINES)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """Every engine in turn, new and empty: the same test runs on each."""
+    made = make_store(request.param, request, tmp_path)
+    yield made
+    made.close()

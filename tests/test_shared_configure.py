@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -14,24 +13,6 @@ from lethe.decay import ACTR, FSRS
 from lethe.store import InMemoryStore, Shared, SQLiteStore, Store, StoreError
 
 from ._support import fake_clock
-
-
-@pytest.fixture(params=["memory", "sqlite", "postgres", "redis"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    """Every engine (PostgreSQL and Redis on throwaway servers)."""
-    made: Store
-    if request.param == "postgres":
-        from lethe.store import PostgresStore
-
-        made = PostgresStore(request.getfixturevalue("postgres_dsn"))
-    elif request.param == "redis":
-        from lethe.store import RedisStore
-
-        made = RedisStore(request.getfixturevalue("redis_url"), prefix=request.getfixturevalue("redis_prefix"))
-    else:
-        made = InMemoryStore() if request.param == "memory" else SQLiteStore(tmp_path / "store.db")
-    yield made
-    made.close()
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -23,32 +22,7 @@ from lethe import Entry, ManualClock, Memory
 from lethe.store import InMemoryStore, Shared, SQLiteStore, Store, StoreError, TemplateIgnored
 
 from ._support import fake_clock
-
-
-def _postgres(request: pytest.FixtureRequest) -> Store:
-    from lethe.store import PostgresStore
-
-    return PostgresStore(request.getfixturevalue("postgres_dsn"))
-
-
-def _redis(request: pytest.FixtureRequest) -> Store:
-    from lethe.store import RedisStore
-
-    return RedisStore(request.getfixturevalue("redis_url"), prefix=request.getfixturevalue("redis_prefix"))
-
-
-@pytest.fixture(params=["memory", "sqlite", "postgres", "redis"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    """Every engine (PostgreSQL and Redis on throwaway servers)."""
-    made: Store
-    if request.param == "postgres":
-        made = _postgres(request)
-    elif request.param == "redis":
-        made = _redis(request)
-    else:
-        made = InMemoryStore() if request.param == "memory" else SQLiteStore(tmp_path / "store.db")
-    yield made
-    made.close()
+from .conftest import make_store
 
 
 @pytest.fixture
@@ -151,9 +125,11 @@ def test_a_vanished_memory_raises_store_error_on_every_call_until_made_again(sto
     assert list(shared.current().keys()) == ["new"]
 
 
-def test_redis_keys_deleted_under_a_running_process(request: pytest.FixtureRequest, clock: ManualClock) -> None:
+def test_redis_keys_deleted_under_a_running_process(
+    request: pytest.FixtureRequest, tmp_path: Path, clock: ManualClock
+) -> None:
     """A server restarted without persistence, or FLUSHALL: every call is a StoreError, never KeyError."""
-    store = _redis(request)
+    store = make_store("redis", request, tmp_path)
     shared: Shared[str, str] = Shared(store, "notes", Memory(max_entries=10, clock_fn=clock))
     shared.update(lambda m: m.put("v", key="k"))
     client = store._client  # type: ignore[attr-defined]
@@ -256,8 +232,7 @@ def test_shared_is_a_context_manager_and_refuses_use_once_closed(clock: ManualCl
 def test_a_child_forked_while_other_threads_write_and_wait_does_not_hang(
     engine: str, request: pytest.FixtureRequest, tmp_path: Path, clock: ManualClock
 ) -> None:
-    store: Store = {"sqlite": lambda: SQLiteStore(tmp_path / "store.db"), "postgres": lambda: _postgres(request),
-                    "redis": lambda: _redis(request)}[engine]()
+    store = make_store(engine, request, tmp_path)
     shared: Shared[str, str] = Shared(store, "notes", Memory(clock_fn=clock))
     inside, release = threading.Event(), threading.Event()
     # Another thread waits on the store (PostgreSQL: holding its listening connection's lock in turns).

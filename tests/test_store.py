@@ -11,7 +11,6 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -22,39 +21,7 @@ from lethe import ClockWarning, Entry, ManualClock, Memory
 from lethe.store import InMemoryStore, Shared, SQLiteStore, Store, StoreClock, StoreError
 
 from ._support import fake_clock, sqlite_integrity
-
-Factory = Callable[[Path], Store]
-
-
-def _sqlite(tmp: Path) -> Store:
-    return SQLiteStore(tmp / "store.db")
-
-
-def _memory(tmp: Path) -> Store:
-    return InMemoryStore()
-
-
-def _postgres(request: pytest.FixtureRequest) -> Store:
-    from lethe.store import PostgresStore
-
-    return PostgresStore(request.getfixturevalue("postgres_dsn"))
-
-
-def _redis(request: pytest.FixtureRequest) -> Store:
-    from lethe.store import RedisStore
-
-    return RedisStore(request.getfixturevalue("redis_url"), prefix=request.getfixturevalue("redis_prefix"))
-
-
-@pytest.fixture(params=["memory", "sqlite", "postgres", "redis"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    """Every engine: the same tests run on each (PostgreSQL and Redis on throwaway servers)."""
-    if request.param in ("postgres", "redis"):
-        made: Store = (_postgres if request.param == "postgres" else _redis)(request)
-    else:
-        made = (_memory if request.param == "memory" else _sqlite)(tmp_path)
-    yield made
-    made.close()
+from .conftest import make_store
 
 
 @pytest.fixture
@@ -541,9 +508,11 @@ def test_postgres_store_reports_an_unreachable_server() -> None:
         PostgresStore(f"postgresql://lethe@127.0.0.1:{free_port()}/postgres", timeout=1)
 
 
-def test_a_commit_sent_twice_is_applied_once(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_commit_sent_twice_is_applied_once(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     # A lost reply makes redis-py send the same script again: the server must know its own commit.
-    store = _redis(request)
+    store = make_store("redis", request, tmp_path)
     shared = Shared(store, "bot", Memory())
     shared.update(lambda m: m.put("v", key="k"))
     import lethe.store._redis as engine
@@ -717,3 +686,14 @@ def test_writers_on_the_store_clock_share_one_timeline() -> None:
 def test_max_clock_skew_is_checked(skew: Any) -> None:
     with pytest.raises(ValueError, match="max_clock_skew"):
         Shared(InMemoryStore(), "bot", Memory(), max_clock_skew=skew)
+
+
+def test_the_engine_list_names_every_engine() -> None:
+    """A new engine exported by lethe.store joins the engine tests' one list (conftest.ENGINES)."""
+    import lethe.store
+
+    from .conftest import ENGINES
+
+    exported = {name for name in lethe.store.__all__ if name.endswith("Store") and name != "Store"}
+    by_kind = {"memory": "InMemoryStore", "sqlite": "SQLiteStore", "postgres": "PostgresStore", "redis": "RedisStore"}
+    assert exported == {by_kind[kind] for kind in ENGINES}

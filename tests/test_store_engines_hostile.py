@@ -15,12 +15,13 @@ from typing import Any
 import pytest
 
 from lethe import Memory
-from lethe.store import InMemoryStore, Shared, SQLiteStore, Store, StoreError
+from lethe.store import Shared, Store, StoreError
 
 from ._servers import redis_server, redis_unavailable
 from ._support import fake_clock
+from .conftest import ENGINES, make_store
 
-KINDS = ["memory", "sqlite", "postgres", "redis"]
+KINDS = ENGINES
 SERVED = ["sqlite", "postgres", "redis"]  # the engines that hold connections to close
 
 
@@ -33,17 +34,7 @@ def _put(i: int) -> Callable[[Memory[Any, Any]], Memory[Any, Any]]:
 
 
 def _build(kind: str, request: pytest.FixtureRequest, tmp_path: Path, **kw: Any) -> Store:
-    if kind == "memory":
-        return InMemoryStore()
-    if kind == "sqlite":
-        return SQLiteStore(tmp_path / "store.db", **kw)
-    if kind == "postgres":
-        from lethe.store import PostgresStore
-
-        return PostgresStore(request.getfixturevalue("postgres_dsn"), **kw)
-    from lethe.store import RedisStore
-
-    return RedisStore(request.getfixturevalue("redis_url"), prefix=request.getfixturevalue("redis_prefix"), **kw)
+    return make_store(kind, request, tmp_path, **kw)
 
 
 @pytest.fixture
