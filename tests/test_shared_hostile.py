@@ -366,3 +366,66 @@ def test_a_cancelled_aupdate_whose_commit_was_made_says_so(clock: ManualClock) -
 
     asyncio.run(main())
     assert shared.version == 1
+
+
+_CALLABLES = '''
+import dataclasses, functools
+from lethe.decay import Blend, Exponential, Product
+from lethe.decay._adapter import identity
+
+def hourly(e, now): return 1.0
+def daily(e, now): return 1.0
+
+class Plain:
+    def __init__(self, tau): self.tau = tau
+    def __call__(self, e, now): return 1.0
+    def method(self, e, now): return 1.0
+
+@dataclasses.dataclass
+class Tagged:
+    tags: frozenset
+    def __call__(self, e, now): return 1.0
+
+class Sub(Exponential): pass
+
+class Named:
+    name = "my-decay"
+    def __call__(self, e, now): return 1.0
+
+ALL = [hourly, daily, Plain(1), Plain(2), Plain(1).method, Plain(2).method, functools.partial(hourly, 3),
+       functools.partial(daily, 3), Tagged(frozenset("abcdefgh")), Tagged(frozenset("abc")),
+       Product(hourly, Exponential()), Product(daily, Exponential(half_life=5)), Sub(), Named(),
+       Blend([(hourly, 1.0), (Exponential(), 1.0)])]
+for fn in ALL:
+    print(identity(fn))
+'''
+
+
+def test_a_custom_function_has_one_identity_in_every_process_and_others_another(tmp_path: Path) -> None:
+    """Printed by two processes with different str hashes (set order): the same; two functions: two."""
+    import subprocess
+
+    script = tmp_path / "callables.py"
+    script.write_text(_CALLABLES)
+    printed = [
+        subprocess.run(
+            [sys.executable, str(script)],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
+        for seed in ("1", "2")
+    ]
+    assert printed[0] == printed[1]
+    assert len(set(printed[0])) == len(printed[0]) == 15
+    assert "my-decay" in printed[0]
+
+
+def test_combinators_holding_other_custom_functions_are_refused(store: Store, clock: ManualClock) -> None:
+    from lethe.decay import Exponential, Product
+
+    Shared(store, "notes", Memory(decay_fn=Product(hourly, Exponential()), clock_fn=clock))
+    Shared(store, "notes", Memory(decay_fn=Product(hourly, Exponential()), clock_fn=clock))
+    with pytest.raises(ValueError, match="decay_fn"):
+        Shared(store, "notes", Memory(decay_fn=Product(every_second, Exponential()), clock_fn=clock))

@@ -13,6 +13,8 @@ as Protocols in :mod:`lethe.decay._protocol`.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import re
 import types
 from collections.abc import Callable, Hashable
@@ -136,23 +138,76 @@ _ADDRESS = re.compile(r" at 0x[0-9A-Fa-f]+")
 def identity(fn: object) -> str:
     """What a decay function lethe cannot rebuild is known by, the same in every process.
 
-    A name the function declares (a ``str`` attribute ``name``), else its
-    qualified name for a function (``module.qualname``), else its module and its
-    ``repr`` (so a dataclass's declared parameters count) with the addresses
-    Python prints for functions and objects left out.  Two lambdas of one
-    module share an identity: give a decay function a name.
+    A name the function's own code declares (a ``str`` attribute ``name`` of
+    the object, or of a class defined outside lethe), else a description of
+    it that Python prints the same in every process: ``module.qualname`` for
+    a function or class; for an object, its class and its parameters (a
+    dataclass's fields, else its attributes, or its own ``repr`` when it
+    defines one), with sets and dicts in a sorted order and the addresses
+    Python prints for objects left out; a bound method is its function and
+    its object, a ``functools.partial`` its function and arguments.  Two
+    lambdas of one module share an identity: give a decay function a name.
 
     >>> def hourly(entry, now):
     ...     return 1.0
     >>> identity(hourly)
     'lethe.decay._adapter.hourly'
     """
-    declared = getattr(fn, "name", None)
-    if isinstance(declared, str):
-        return declared
-    if isinstance(fn, (types.FunctionType, types.BuiltinFunctionType)):
-        return f"{fn.__module__}.{fn.__qualname__}"
-    return f"{type(fn).__module__}.{_ADDRESS.sub('', repr(fn))}"
+    declared = _declared_name(fn)
+    return declared if declared is not None else _described(fn, 0)
+
+
+def _declared_name(fn: object) -> str | None:
+    """The ``name`` ``fn``'s own code declares, or None (lethe's models declare theirs: not counted)."""
+    if type(fn).__module__.startswith("lethe."):
+        return None
+    held = getattr(fn, "__dict__", {}).get("name")
+    if isinstance(held, str):
+        return held
+    owner = next((c for c in type(fn).__mro__ if "name" in vars(c)), None)
+    if owner is None or owner.__module__.startswith("lethe.") or not isinstance(vars(owner)["name"], str):
+        return None
+    name: str = vars(owner)["name"]
+    return name
+
+
+#: How deep :func:`_described` looks into parameters holding parameters.
+_DEPTH = 8
+
+
+def _described(value: object, depth: int) -> str:
+    """``value`` described as :func:`identity` says, the same in every process."""
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
+        return repr(value)
+    if depth > _DEPTH:
+        return "..."
+    inner = depth + 1
+    if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type)):
+        return f"{value.__module__}.{value.__qualname__}"
+    if isinstance(value, types.MethodType):
+        return f"{_described(value.__func__, inner)} of {_described(value.__self__, inner)}"
+    if isinstance(value, functools.partial):
+        args = [_described(value.func, inner), *(_described(a, inner) for a in value.args)]
+        args += [f"{k}={_described(v, inner)}" for k, v in sorted(value.keywords.items())]
+        return f"functools.partial({', '.join(args)})"
+    # Exactly these types (a subclass may print itself another way: its repr, below).
+    if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
+        items = ", ".join(_described(v, inner) for v in value)
+        return f"[{items}]" if type(value) is list else f"({items})"
+    if isinstance(value, (set, frozenset)) and type(value) in (set, frozenset):
+        return "{" + ", ".join(sorted(_described(v, inner) for v in value)) + "}"
+    if isinstance(value, dict) and type(value) is dict:
+        pairs = sorted(f"{_described(k, inner)}: {_described(v, inner)}" for k, v in value.items())
+        return "{" + ", ".join(pairs) + "}"
+    cls = type(value)
+    kind = f"{cls.__module__}.{cls.__qualname__}"
+    if dataclasses.is_dataclass(value):
+        fields = (f"{f.name}={_described(getattr(value, f.name), inner)}" for f in dataclasses.fields(value))
+        return f"{kind}({', '.join(fields)})"
+    if cls.__repr__ is not object.__repr__:
+        return f"{cls.__module__}.{_ADDRESS.sub('', repr(value))}"
+    attrs = getattr(value, "__dict__", None) or {}
+    return f"{kind}({', '.join(f'{k}={_described(v, inner)}' for k, v in sorted(attrs.items()))})"
 
 
 class Custom(Exception):
