@@ -43,6 +43,7 @@ from lethe._cli._models import half_life_of
 from lethe._cli._states import count_text, counts, state
 from lethe.decay import BUILTINS
 from lethe.store import Shared, SQLiteStore, StoreError
+from lethe.store._shared import stored_template
 
 
 def _unscored(entry: Entry[Any, Any], now: datetime) -> float:
@@ -227,9 +228,7 @@ def _template(config_text: str, clock: ManualClock) -> tuple[Memory[Any, Any], d
     saved: dict[str, Any] = config["decay_fn"]
     function = saved.get("function")
     stand_in = _stand_in(function if isinstance(function, str) else None) if saved.get("name") == "custom" else None
-    # The fields Memory.to_dict() writes besides the configuration (format, entries, ...) from an empty memory.
-    data = {**Memory().to_dict(), **config}
-    return Memory.from_dict(data, clock_fn=clock, decay_fn=stand_in), saved
+    return stored_template(config, clock_fn=clock, decay_fn=stand_in), saved
 
 
 #: Seconds ``inspect`` keeps trying to reach a store server by default (``--timeout``).

@@ -67,7 +67,7 @@ ROW = (
     "decay_state",
 )
 _RECORD_FIELDS = frozenset({"head", "written", "removed", "evicted"})
-_CHAINED_FIELDS = _RECORD_FIELDS | {"prev", "config"}
+_CHAINED_FIELDS = _RECORD_FIELDS | {"prev", "config", "was"}
 _LOW_US = int(to_us(datetime.min.replace(tzinfo=UTC)))
 _HIGH_US = int(to_us(datetime.max.replace(tzinfo=UTC)))
 
@@ -277,35 +277,40 @@ def record(
     removed: Iterable[Any],
     evicted: Iterable[str],
     config: str | None = None,
+    was: str | None = None,
 ) -> str:
     """A change record from its parts, already written as text; ``prev`` is the tip of the
-    version it was made on (None: not known); ``config``, a configuration document, when the
-    version changed the configuration (its record then writes every entry).  The
-    configuration goes last, so that :func:`configured` tells a record without one by its
-    last two characters."""
+    version it was made on (None: not known); ``config`` and ``was``, configuration
+    documents, when the version changed the configuration from ``was`` to ``config`` (its
+    record then writes every entry).  The configurations go last, so that
+    :func:`configured` tells a record without one by its last two characters."""
     keys = dumps([encode_key(k) for k in removed])
     chained = "" if prev is None else f'"prev":"{prev}",'
-    configured = "" if config is None else f',"config":{config}'
+    configured = "" if config is None else f',"config":{config},"was":{was}'
     return (
         f'{{"head":{head_text},{chained}"written":[{",".join(written)}],"removed":{keys},'
         f'"evicted":[{",".join(evicted)}]{configured}}}'
     )
 
 
-def configured(text: str) -> dict[str, Any] | None:
-    """The configuration document a record carries (None: it does not change the configuration).
+def configured(text: str) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
+    """The configuration a record sets and the one it replaced (None: not recorded), or None
+    when it does not change the configuration.
 
     Raises:
-        ValueError: the record is not JSON, or its ``config`` is not an object.
+        ValueError: the record is not JSON, or its ``config`` or ``was`` is not an object.
     """
     if text.endswith("]}"):  # every record ends so but one with a configuration (see record)
         return None
     data = _parsed(text, "record")
     if type(data) is not dict or "config" not in data:
         return None  # not a record as written: change() names what is wrong
-    if type(data["config"]) is not dict:
-        raise ValueError(f"record.config: expected an object, got {short_repr(data['config'])}")
-    return data["config"]
+    new, was = data["config"], data.get("was")
+    if type(new) is not dict:
+        raise ValueError(f"record.config: expected an object, got {short_repr(new)}")
+    if was is not None and type(was) is not dict:
+        raise ValueError(f"record.was: expected an object, got {short_repr(was)}")
+    return new, was
 
 
 # -- reading ----------------------------------------------------------------
@@ -390,6 +395,11 @@ def tip_of(text: str) -> str | None:
         return None
     tip = head[head.rfind('"', 0, len(head) - 1) + 1 : -1]
     return tip if _TIP.fullmatch(tip) else None
+
+
+def is_tip(text: str) -> bool:
+    """Whether ``text`` is a version id as :func:`new_tip` makes one."""
+    return _TIP.fullmatch(text) is not None
 
 
 def _tip(raw: Any, field: str) -> str:

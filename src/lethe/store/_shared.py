@@ -11,13 +11,13 @@ import threading
 import time
 import warnings
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
 from lethe._change import Change
 from lethe._clock import to_us, utc_now
-from lethe._config import Config
+from lethe._config import FIELDS, Config
 from lethe._entry import Entry
 from lethe._errors import ClockWarning
 from lethe._gc import paused
@@ -29,7 +29,7 @@ from lethe._validate import is_number
 from lethe.decay._adapter import CUSTOM, identity
 from lethe.store import _records
 from lethe.store._engine import Store
-from lethe.store._errors import StoreError, TemplateIgnored
+from lethe.store._errors import CommitUnknown, StoreError, TemplateIgnored
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -53,6 +53,19 @@ def _config_document(config: Config) -> dict[str, Any]:
     return doc
 
 
+def stored_template(doc: dict[str, Any], **options: Any) -> Memory[Any, Any]:
+    """An empty memory under the configuration document ``doc`` as a store keeps it, built as
+    :meth:`Memory.from_dict` builds one (``options``: its keyword arguments, e.g. the
+    ``decay_fn`` standing for a custom one).
+
+    Raises:
+        ValueError, TypeError: ``doc`` is not a configuration ``from_dict`` reads.
+    """
+    fields = {name: doc[name] for name in _CONFIG_FIELDS if name in doc}
+    empty = {"format": "lethe.memory", "version": 2, "next_key": 0, "next_seq": 0, "latest": None, "entries": []}
+    return Memory.from_dict({**empty, **fields}, **options)
+
+
 def _mismatch(stored: dict[str, Any], mine: dict[str, Any]) -> str | None:
     """The first configuration field in which ``stored`` differs from ``mine``, or None."""
     for field in _CONFIG_FIELDS:
@@ -67,6 +80,20 @@ def _mismatch(stored: dict[str, Any], mine: dict[str, Any]) -> str | None:
 #: The first and the longest pause between two looks at the store in :meth:`Shared.await_change`.
 _FIRST_POLL = 0.001
 _LAST_POLL = 0.05
+
+
+def _outcome(failed: BaseException | None, cancel: _Cancel) -> str:
+    """What a cancelled asynchronous write did, its worker having ended with ``failed``."""
+    if cancel.committed is not None:
+        done = f"the write was committed (version {cancel.committed}) before the cancellation took effect"
+        return done if failed is None else f"{done}; then it raised {type(failed).__name__}: {failed}"
+    if isinstance(failed, CommitUnknown):
+        return f"whether the write was committed is unknown ({failed}): read current() before writing again"
+    if failed is None:
+        return "the write was done (nothing to commit) before the cancellation took effect"
+    if isinstance(failed, _Stopped):
+        return "cancelled before its commit was sent: nothing was committed"
+    return f"nothing was committed: the write raised {type(failed).__name__}: {failed}"
 
 
 def _seq(entry: Entry[Any, Any]) -> int:
@@ -84,7 +111,21 @@ def _checked_wait(timeout: object) -> float:
 _LIVE: weakref.WeakSet[Shared[Any, Any]] = weakref.WeakSet()
 
 
+#: The memories (store object, name) a write runs on, in each thread.
+_WRITES = threading.local()
+
+
+def _writing() -> set[tuple[int, str]]:
+    """The memories a write runs on in this thread (see :meth:`Shared._write`)."""
+    try:
+        found: set[tuple[int, str]] = _WRITES.memories
+    except AttributeError:
+        found = _WRITES.memories = set()
+    return found
+
+
 def _after_fork_in_child() -> None:
+    _writing().clear()
     for shared in list(_LIVE):
         shared._after_fork_in_child()
 
@@ -100,6 +141,17 @@ _RELOADS = 100
 
 class _Stopped(Exception):
     """A cancelled asynchronous write stopped before its commit was sent (internal)."""
+
+
+class _Cancel:
+    """Between an asynchronous write and its worker thread: whether it was cancelled (no
+    commit is sent after that), and the version its commit made (None: none)."""
+
+    __slots__ = ("committed", "requested")
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        self.committed: int | None = None
 
 
 class _Diverged(Exception):
@@ -229,15 +281,17 @@ class Shared(Generic[K, V]):
         self._summaries: dict[tuple[Any, int], tuple[Any, Any]] = {}
         self._attempt: list[Entry[K, V]] = []  # what the operations of one attempt of fn evicted
         self._lock = threading.RLock()
-        self._writing = False  # a write of this object is running (in the thread holding the lock)
         self._closed = False
+        self._version, self._tip = 0, None
+        self._created: str | None = None  # the id the name got when it was created (older stores: none)
         mine = _config_document(self._config)
         try:
             stored = store.config(name)
         except KeyError:  # a new name: store the template's entries too (another process may beat us to it)
             snapshot = template._snapshot()
             rows = [(e.seq, _records.row(e, self._decay_fn)) for e in snapshot.entries.values()]
-            stored = store.open(name, _records.dumps(mine), _records.head(snapshot, _records.new_tip()), rows)
+            created = {**mine, "created": _records.new_tip()}
+            stored = store.open(name, _records.dumps(created), _records.head(snapshot, _records.new_tip()), rows)
         else:
             if len(template):
                 warnings.warn(
@@ -246,21 +300,7 @@ class Shared(Generic[K, V]):
                     TemplateIgnored,
                     stacklevel=2,
                 )
-        try:
-            theirs = json.loads(stored)
-        except ValueError:
-            theirs = None
-        if not isinstance(theirs, dict):
-            raise StoreError(f"{name!r}: the stored configuration is not a JSON object: {stored[:80]!r}")
-        field = _mismatch(theirs, mine)
-        if field is not None:
-            raise ValueError(
-                f"{name!r} was stored with another configuration: {field} is {theirs.get(field)!r} "
-                f"in the store, {mine[field]!r} here. Open it with the stored configuration (then "
-                f"Shared.configure(...) changes it for every process), or remove it with "
-                f"store.drop({name!r}) and create it again"
-            )
-        self._version, self._replica, self._tip = self._loaded(self._config)
+        self._version, self._replica, self._tip = self._loaded(self._config, stored)
         # When the store last checkpointed is not known here: the first commit of this object
         # past one interval asks it (the store compacts only when its own gap is that wide), so
         # objects that each commit less than an interval still keep the log bounded.
@@ -331,10 +371,7 @@ class Shared(Generic[K, V]):
                 f"this process does not have ({decay!r}): open it again with a template of that configuration"
             )
         try:
-            data = {"format": "lethe.memory", "version": 2, "next_key": 0, "next_seq": 0, "latest": None}
-            empty: Memory[Any, Any] = Memory.from_dict(
-                {**data, **doc, "entries": []}, decay_fn=self._template_fn if custom else None
-            )
+            empty = stored_template(doc, decay_fn=self._template_fn if custom else None)
         except (TypeError, ValueError) as exc:
             raise StoreError(f"{self._name!r}: the stored configuration cannot be read: {exc}") from None
         hooks = {name: getattr(current, name) for name in ("summarize_fn", "on_evict", "clock_fn")}
@@ -351,41 +388,90 @@ class Shared(Generic[K, V]):
             raise StoreError(f"{self._name!r}: {what} cannot be read: {exc}") from None
         return Memory._restored(config, snapshot), tip
 
-    def _loaded(self, config: Config | None = None) -> tuple[int, Memory[K, V], str | None]:
-        """The current state, read from the store's current entries (no log to replay), under
-        ``config``, or (None) under the stored configuration, which this object then follows."""
-        if config is None:
-            stored = self._call(self._store.config)
-            try:
-                doc = json.loads(stored)
-            except ValueError:
-                doc = None
-            if not isinstance(doc, dict):
-                raise StoreError(f"{self._name!r}: the stored configuration is not a JSON object: {stored[:80]!r}")
-            config = self._adopted(doc, self._config)
-            if config is not self._config:
-                self._follow(config)
-        # The rows read and the entries built from them all stay reachable: a collector pass
-        # meanwhile frees nothing and, in a process holding much, walks all of it (as from_dict).
-        with paused():
-            version, head, rows = self._call(self._store.load)
-            return version, *self._restored(f"the state at version {version}", head, rows, config)
+    def _parsed(self, stored: str) -> dict[str, Any]:
+        """The stored configuration document ``stored``, parsed."""
+        try:
+            doc = json.loads(stored)
+        except ValueError:
+            doc = None
+        if not isinstance(doc, dict):
+            raise StoreError(f"{self._name!r}: the stored configuration is not a JSON object: {stored[:80]!r}")
+        created = doc.get("created")
+        if created is not None and not (isinstance(created, str) and _records.is_tip(created)):
+            raise StoreError(f"{self._name!r}: the stored configuration's creation id is {created!r}")
+        return doc
 
-    def _checkpointed_at(self, at_most: int) -> tuple[int, Memory[K, V], str | None]:
-        """The newest checkpoint at or before ``at_most``."""
-        with paused():
-            try:
-                version, head, rows = self._store.checkpoint(self._name, at_most)
-            except KeyError:
-                self._call(self._store.wait, 0, 0.0)  # the name itself may be gone
-                raise StoreError(f"{self._name!r}: no checkpoint at or before version {at_most} is kept") from None
-            return version, *self._restored(f"checkpoint {version}", head, rows)
+    def _loaded(self, config: Config | None = None, stored: str | None = None) -> tuple[int, Memory[K, V], str | None]:
+        """The current state, read from the store's current entries (no log to replay), under
+        the stored configuration (``stored``, when just read), which this object then follows;
+        with ``config``, the stored configuration must be that one (``ValueError`` otherwise).
+
+        The configuration is read again after the entries: a :meth:`configure` in between
+        (whose entries are not the ones of the configuration read) reads both again."""
+        for _ in range(_RELOADS):
+            text = self._call(self._store.config) if stored is None else stored
+            stored = None
+            doc = self._parsed(text)
+            if config is None:
+                wanted = self._adopted(doc, self._config)
+            else:
+                field = _mismatch(doc, _config_document(config))
+                if field is not None:
+                    raise ValueError(
+                        f"{self._name!r} was stored with another configuration: {field} is {doc.get(field)!r} in "
+                        f"the store, {_config_document(config)[field]!r} here. Open it with the stored "
+                        f"configuration (then Shared.configure(...) changes it for every process), or remove "
+                        f"it with store.drop({self._name!r}) and create it again"
+                    )
+                wanted = config
+            # The rows read and the entries built from them all stay reachable: a collector pass
+            # meanwhile frees nothing and, in a process holding much, walks all of it (as from_dict).
+            with paused():
+                version, head, rows = self._call(self._store.load)
+                try:
+                    state = self._restored(f"the state at version {version}", head, rows, wanted)
+                except StoreError:
+                    if self._call(self._store.config) == text:
+                        raise
+                    continue  # configured meanwhile: rows of another decay function
+            if self._call(self._store.config) == text:
+                if wanted is not self._config:
+                    self._follow(wanted)
+                self._created = doc.get("created")
+                return version, *state
+        raise StoreError(f"{self._name!r}: the stored configuration changed {_RELOADS} times while it was read")
+
+    def _checkpointed_at(self, at_most: int) -> tuple[int, str, list[str]]:
+        """The newest checkpoint at or before ``at_most``, as stored: ``(version, head, rows)``."""
+        try:
+            return self._store.checkpoint(self._name, at_most)
+        except KeyError:
+            self._call(self._store.wait, 0, 0.0)  # the name itself may be gone
+            raise StoreError(f"{self._name!r}: no checkpoint at or before version {at_most} is kept") from None
+
+    def _configured(self, version: int, record: str) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
+        """The configuration log record ``version`` set and the one before it (None: it set none)."""
+        try:
+            return _records.configured(record)
+        except ValueError as exc:
+            raise StoreError(f"{self._name!r}: log record {version} cannot be read: {exc}") from None
+
+    def _config_before(self, rows: Sequence[tuple[int, str]]) -> Config:
+        """The configuration in force before the log ``rows``: the one the first of them that
+        changed it replaced, else the current one."""
+        for v, record in rows:
+            doc = self._configured(v, record)
+            if doc is not None:
+                if doc[1] is None:
+                    raise StoreError(f"{self._name!r}: log record {v} does not say the configuration it replaced")
+                return self._adopted(doc[1], self._config)
+        return self._config
 
     def _change(
         self, version: int, record: str, evicted: bool, decay_fn: Any = None
     ) -> tuple[Change, str | None, str | None]:
         try:
-            return _records.change(record, decay_fn or self._decay_fn, evicted=evicted)
+            return _records.change(record, self._decay_fn if decay_fn is None else decay_fn, evicted=evicted)
         except ValueError as exc:
             raise StoreError(f"{self._name!r}: log record {version} cannot be read: {exc}") from None
 
@@ -400,11 +486,8 @@ class Shared(Generic[K, V]):
         for v, record in rows:
             if v != version + 1:
                 raise StoreError(f"{self._name!r}: the log goes from version {version} to {v} (truncated)")
-            try:
-                doc = _records.configured(record)
-            except ValueError as exc:
-                raise StoreError(f"{self._name!r}: log record {v} cannot be read: {exc}") from None
-            config = mem._config if doc is None else self._adopted(doc, mem._config)
+            doc = self._configured(v, record)
+            config = mem._config if doc is None else self._adopted(doc[0], mem._config)
             change, prev, new_tip = self._change(v, record, evicted=False, decay_fn=config.decay_fn)
             if prev is not None and tip is not None and prev != tip:
                 raise _Diverged(version)
@@ -443,6 +526,10 @@ class Shared(Generic[K, V]):
                 :meth:`_rejoin`), or the log cannot be read.
         """
         version, tip = self._version, self._tip
+        if version == 0 and self._created is not None and self._parsed(
+            self._call(self._store.config)
+        ).get("created") != self._created:
+            self._rejoin()  # version 0 has no record to compare tips with: dropped and made again
         # The record of this replica's own version comes along (when its id is known), so one
         # read also tells whether the store still holds the history this replica saw.
         check = tip is not None and version > 0
@@ -597,10 +684,13 @@ class Shared(Generic[K, V]):
         """
         if type(version) is not int or version < 0:
             raise ValueError(f"version must be an int >= 0, got {version!r}")
-        base, mem, tip = self._checkpointed_at(version)
-        rows = self._call(self._store.read, base, version)
+        with paused():
+            base, head, stored = self._checkpointed_at(version)
+            # To the latest: a configure after the checkpoint says the configuration it was made under.
+            rows = self._call(self._store.read, base)
+            mem, tip = self._restored(f"checkpoint {base}", head, stored, self._config_before(rows))
         try:
-            found, mem, _ = self._folded(base, mem, tip, rows)
+            found, mem, _ = self._folded(base, mem, tip, [(v, r) for v, r in rows if v <= version])
         except _Diverged as exc:
             made = exc.version + 1
             raise StoreError(f"{self._name!r}: log record {made} was not made on version {exc.version}") from None
@@ -635,11 +725,15 @@ class Shared(Generic[K, V]):
         return self._evicted(since, rows)
 
     def _evicted(self, since: int, rows: Any) -> Iterator[tuple[int, tuple[Entry[K, V], ...]]]:
+        config = self._config_before(rows)
         for version, record in rows:
             if version != since + 1:
                 raise StoreError(f"{self._name!r}: the log goes from version {since} to {version} (truncated)")
             since = version
-            change = self._change(version, record, evicted=True)[0]
+            doc = self._configured(version, record)
+            if doc is not None:
+                config = self._adopted(doc[0], config)
+            change = self._change(version, record, evicted=True, decay_fn=config.decay_fn)[0]
             if change.evicted:
                 yield version, change.evicted
 
@@ -689,41 +783,53 @@ class Shared(Generic[K, V]):
         """
         return self._transact(fn, None)
 
-    def _transact(self, fn: Callable[[Memory[K, V]], tuple[Memory[K, V], R]], stop: threading.Event | None) -> R:
-        """:meth:`transact`; when ``stop`` is set before a commit is sent, :class:`_Stopped`
-        is raised instead and nothing is committed."""
-        with self._write():
-            self._catch_up()
-            while True:
-                base, version, tip = self._replica, self._version, self._tip
-                runner = base._rehooked(self._run_config, ())
-                self._attempt.clear()
-                out = fn(runner)
-                if not (isinstance(out, tuple) and len(out) == 2):
-                    raise TypeError(f"fn must return a (Memory, result) pair, got {type(out).__name__}")
-                new, result = out
-                if stop is not None and stop.is_set():
-                    raise _Stopped
-                if self._commit(base, version, tip, runner, new):
-                    return result
-                self._lost()
+    def _transact(self, fn: Callable[[Memory[K, V]], tuple[Memory[K, V], R]], cancel: _Cancel | None) -> R:
+        """:meth:`transact`; once ``cancel`` is requested, no commit is sent (:class:`_Stopped`
+        is raised instead), and it is told of a commit made."""
+        with self._lock:
+            with self._write():
+                self._catch_up()
+                while True:
+                    base, version, tip = self._replica, self._version, self._tip
+                    runner = base._rehooked(self._run_config, ())
+                    self._attempt.clear()
+                    out = fn(runner)
+                    if not (isinstance(out, tuple) and len(out) == 2):
+                        raise TypeError(f"fn must return a (Memory, result) pair, got {type(out).__name__}")
+                    new, result = out
+                    if cancel is not None and cancel.requested.is_set():
+                        raise _Stopped
+                    committed = self._commit(base, version, tip, runner, new)
+                    if committed is not False:
+                        break
+                    self._lost()
+            if isinstance(committed, Memory):
+                if cancel is not None:
+                    cancel.committed = self._version
+                # Outside the write: on_evict may write to this memory again.
+                self._report(committed)
+            return result
 
     @contextmanager
     def _write(self) -> Iterator[None]:
-        """Hold this object's lock for one write, refusing a write from inside another."""
+        """Hold this object's lock for one write, refusing a write to the same memory (through
+        this object, or another on the same store object) from inside it, in this thread."""
+        writing = _writing()
+        key = (id(self._store), self._name)
         with self._lock:
-            if self._writing:
-                # The outer write would commit on the version it started from, after the
-                # inner one: two entries with one put order, and replicas that disagree.
+            if key in writing:
+                # The inner write would commit first and the outer one lose the race, run fn
+                # again, and with it the inner write: forever.
                 raise RuntimeError(
-                    f"{self._name!r}: a write from inside a function this Shared is running for update() "
-                    "or transact(); make every change in that function's own memory (the one it was given)"
+                    f"{self._name!r}: a write from inside a function a Shared of this memory is running "
+                    "for update(), transact() or configure(); make every change in that function's own "
+                    "memory (the one it was given)"
                 )
-            self._writing = True
+            writing.add(key)
             try:
                 yield
             finally:
-                self._writing = False
+                writing.discard(key)
                 self._summaries.clear()
                 self._attempt.clear()
 
@@ -755,13 +861,13 @@ class Shared(Generic[K, V]):
 
         return self._update(fn, None)
 
-    def _update(self, fn: Callable[[Memory[K, V]], Memory[K, V]], stop: threading.Event | None) -> Memory[K, V]:
+    def _update(self, fn: Callable[[Memory[K, V]], Memory[K, V]], cancel: _Cancel | None) -> Memory[K, V]:
         def both(mem: Memory[K, V]) -> tuple[Memory[K, V], Memory[K, V]]:
             new = fn(mem)
             return new, new
 
         with self._lock:
-            self._transact(both, stop)
+            self._transact(both, cancel)
             return self._replica
 
     def configure(self, **changes: Any) -> Memory[K, V]:
@@ -796,6 +902,9 @@ class Shared(Generic[K, V]):
         >>> a.current().max_entries, b.version
         (100, 1)
         """
+        unknown = sorted(set(changes) - set(FIELDS))
+        if unknown:
+            raise TypeError(f"unknown configuration field(s): {unknown}")
         local = sorted(set(changes) - set(_CONFIG_FIELDS))
         if local:
             raise TypeError(
@@ -807,25 +916,32 @@ class Shared(Generic[K, V]):
             while True:
                 base, version, tip = self._replica, self._version, self._tip
                 new = base.configure(**changes)
-                doc = _config_document(new._config)
-                if _mismatch(doc, _config_document(base._config)) is None:
+                doc, was = _config_document(new._config), _config_document(base._config)
+                if _mismatch(doc, was) is None:
                     return base  # nothing stored changes
+                if self._created is not None:
+                    doc["created"] = was["created"] = self._created
                 fn = new._config.decay_fn
                 written = [(e.seq, _records.row(e, fn)) for e in sorted(new._entries.values(), key=_seq)]
                 new_tip = _records.new_tip()
                 head = _records.head(new._snapshot(), new_tip)
                 text = _records.dumps(doc)
-                record = _records.record(head, tip, (r for _, r in written), (), (), config=text)
+                rows = (r for _, r in written)
+                record = _records.record(head, tip, rows, (), (), config=text, was=_records.dumps(was))
                 if self._call(self._store.append, version + 1, record, head, written, (), text):
+                    if doc["decay_fn"].get("name") == CUSTOM:
+                        self._template_fn = fn  # this process has it now: it follows a change back to it
                     self._follow(new._config)
                     self._version, self._replica, self._tip = version + 1, new, new_tip
                     self._maybe_checkpoint()
                     return new
                 self._lost()
 
-    def _commit(self, base: Memory[K, V], version: int, tip: str | None, runner: Memory[K, V], new: object) -> bool:
-        """Append what turns ``base`` (at ``version``, whose tip is ``tip``) into ``new``; whether
-        it went in (or there was nothing to commit)."""
+    def _commit(
+        self, base: Memory[K, V], version: int, tip: str | None, runner: Memory[K, V], new: object
+    ) -> Memory[K, V] | bool:
+        """Append what turns ``base`` (at ``version``, whose tip is ``tip``) into ``new``: the
+        committed memory, True when there was nothing to commit, False when it did not go in."""
         if not isinstance(new, Memory) or new._config is not runner._config:
             what = type(new).__name__ if not isinstance(new, Memory) else "a Memory with another configuration"
             raise TypeError(f"fn must return a Memory made from the one it was given, got {what}")
@@ -852,15 +968,20 @@ class Shared(Generic[K, V]):
         committed: Memory[K, V] = new._rehooked(base._config, change.evicted)
         self._version, self._replica, self._tip = version, committed, new_tip
         self._maybe_checkpoint()
+        return committed
+
+    def _report(self, committed: Memory[K, V]) -> None:
+        """Call ``on_evict`` with what the commit of ``committed`` (this object's latest) evicted."""
         if committed.evicted and self._on_evict is not None:
             try:
                 self._on_evict(committed.evicted)
             except Exception as exc:
                 # The commit cannot be taken back: say so, or a caller retrying does the write twice.
                 if hasattr(exc, "add_note"):  # Python 3.11+
-                    exc.add_note(f"lethe: version {version} of {self._name!r} was committed; on_evict failed after it")
+                    exc.add_note(
+                        f"lethe: version {self._version} of {self._name!r} was committed; on_evict failed after it"
+                    )
                 raise
-        return True
 
     def _heard(self, evicted: tuple[Entry[K, V], ...]) -> None:
         """The ``on_evict`` of the memories ``fn`` works on: each operation's evictions, kept."""
@@ -904,9 +1025,10 @@ class Shared(Generic[K, V]):
         made.  Either way the :class:`asyncio.CancelledError` comes once the
         worker thread stopped, so the replica then shows which (read
         :meth:`current` before writing again); on Python 3.11+ the error
-        carries a note that says it.
+        carries a note that says it (under ``asyncio.timeout``, the
+        ``TimeoutError``'s ``__context__`` is that error).
         """
-        return await self._in_thread(lambda stop: self._transact(fn, stop))
+        return await self._in_thread(lambda cancel: self._transact(fn, cancel))
 
     async def aupdate(self, fn: Callable[[Memory[K, V]], Memory[K, V]]) -> Memory[K, V]:
         """:meth:`update` in a worker thread (``asyncio.to_thread``): the event loop
@@ -920,26 +1042,22 @@ class Shared(Generic[K, V]):
         >>> asyncio.run(shared.aupdate(lambda m: m.put("v", key="k"))).peek("k").value
         'v'
         """
-        return await self._in_thread(lambda stop: self._update(fn, stop))
+        return await self._in_thread(lambda cancel: self._update(fn, cancel))
 
-    async def _in_thread(self, write: Callable[[threading.Event], R]) -> R:
-        """``write(stop)`` in a worker thread; cancelled, ``stop`` is set, the worker is
-        awaited, and the cancellation goes on with a note of what was committed."""
-        stop = threading.Event()
-        worker = asyncio.ensure_future(asyncio.to_thread(write, stop))
+    async def _in_thread(self, write: Callable[[_Cancel], R]) -> R:
+        """``write(cancel)`` in a worker thread; cancelled, ``cancel`` is requested, the worker
+        is awaited, and the cancellation goes on with a note of what was committed."""
+        cancel = _Cancel()
+        worker = asyncio.ensure_future(asyncio.to_thread(write, cancel))
+        # Read whatever the worker ends with, even when nobody awaits it any more.
+        worker.add_done_callback(lambda done: done.cancelled() or done.exception())
         try:
             return await asyncio.shield(worker)
         except asyncio.CancelledError as cancelled:
-            stop.set()
+            cancel.requested.set()
             await asyncio.wait({worker})  # cancelled again meanwhile: the worker finishes alone
-            failed = worker.exception()
             if hasattr(cancelled, "add_note"):  # Python 3.11+
-                cancelled.add_note(
-                    f"lethe: cancelled before its commit to {self._name!r} was sent: nothing was committed"
-                    if failed is not None
-                    else f"lethe: the write to {self._name!r} was done before the cancellation took "
-                    f"effect (the replica is at version {self._version})"
-                )
+                cancelled.add_note(f"lethe: {self._name!r}: {_outcome(worker.exception(), cancel)}")
             raise
 
     async def await_change(self, timeout: float | None = None) -> bool:
@@ -1014,13 +1132,10 @@ class Shared(Generic[K, V]):
         self.close()
 
     def _after_fork_in_child(self) -> None:
-        """Make this object usable in a child forked while another thread was inside one
-        of its writes (the lock then stays held by a thread the child does not have)."""
-        if self._lock.acquire(blocking=False):
-            self._lock.release()  # free, or held by the thread that forked: nothing to mend
-            return
+        """Make this object usable in a forked child: a lock another thread held at the fork
+        stays held by a thread the child does not have (a child forked from inside a write of
+        the thread that forked holds it too, and never returns to that write: it starts anew)."""
         self._lock = threading.RLock()
-        self._writing = False
         self._summaries.clear()
         self._attempt.clear()
 
