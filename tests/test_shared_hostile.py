@@ -49,7 +49,7 @@ def test_write_inside_update_is_refused_and_nothing_committed(store: Store, cloc
         shared.update(lambda inner: inner.put("a note", key="inner"))
         return m.put("the decision", key="outer")
 
-    with pytest.raises(RuntimeError, match=r"from inside a function a Shared of this memory is running"):
+    with pytest.raises(RuntimeError, match=r"from inside a function this Shared is running"):
         shared.update(outer)
     assert shared.version == 0
     assert len(shared.current()) == 0

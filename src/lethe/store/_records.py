@@ -187,6 +187,8 @@ def _unkept(name: str, value: Any) -> str | None:
         item, path = stack.pop()
         kind = type(item)
         if kind in _SCALARS:
+            if kind is float and item != item:
+                return f"{_where(path)} is NaN, which is not equal to itself: replicas could not compare equal"
             continue
         if kind is list or kind in _OBJECTS:
             if id(item) in seen:
@@ -236,19 +238,21 @@ def row(e: Entry[Any, Any], decay_fn: Any) -> str:
     try:
         text = dumps(data)
     except (TypeError, ValueError, RecursionError) as exc:  # (nested deeper than json can go)
-        raise ValueError(_refusal(e, state, decay_fn, exc)) from None
+        raise ValueError(_culprit(e, state, decay_fn) or _unwritable(e, exc)) from None
     if (
         _kept(e.value)
         and _kept(e.summary)
         and (not e.metadata or _kept(e.metadata))
         and (state is None or state_loader(decay_fn) is not None or _kept(state))
+        # A NaN reads back as a NaN, which equals no other: the text shows one at C speed.
+        and ("NaN" not in text or _culprit(e, state, decay_fn) is None)
     ):
         return text
-    raise ValueError(_refusal(e, state, decay_fn))
+    raise ValueError(_culprit(e, state, decay_fn) or _unwritable(e, None))
 
 
-def _refusal(e: Entry[Any, Any], state: Any, decay_fn: Any, failed: BaseException | None = None) -> str:
-    """Why ``e`` cannot be a row, naming its key and the place (else what ``dumps`` raised, ``failed``)."""
+def _culprit(e: Entry[Any, Any], state: Any, decay_fn: Any) -> str | None:
+    """Why ``e`` cannot be a row, naming its key and the place; None when nothing in it is refused."""
     parts = [("value", e.value), ("metadata", e.metadata), ("summary", e.summary)]
     if state_loader(decay_fn) is None:
         parts.append(("decay_state", state))
@@ -256,6 +260,11 @@ def _refusal(e: Entry[Any, Any], state: Any, decay_fn: Any, failed: BaseExceptio
         why = _unkept(name, part)
         if why is not None:
             return f"key {short_repr(e.key)}: {why}"
+    return None
+
+
+def _unwritable(e: Entry[Any, Any], failed: BaseException | None) -> str:
+    """Why ``e`` cannot be a row when no one place in it says: what ``dumps`` raised."""
     return f"key {short_repr(e.key)}: its value or summary cannot be saved as JSON: {failed}"
 
 

@@ -111,16 +111,28 @@ def _checked_wait(timeout: object) -> float:
 _LIVE: weakref.WeakSet[Shared[Any, Any]] = weakref.WeakSet()
 
 
-#: The memories (store object, name) a write runs on, in each thread.
+class _Running:
+    """A write running in this thread, on one memory: the object running it, and how many
+    attempts of its function committed to that memory through another object (each such
+    commit makes the attempt lose its race)."""
+
+    __slots__ = ("commits", "owner")
+
+    def __init__(self, owner: object) -> None:
+        self.owner = owner
+        self.commits = 0
+
+
+#: The writes running in each thread, by memory (store object, name).
 _WRITES = threading.local()
 
 
-def _writing() -> set[tuple[int, str]]:
-    """The memories a write runs on in this thread (see :meth:`Shared._write`)."""
+def _writing() -> dict[tuple[int, str], _Running]:
+    """The writes running in this thread (see :meth:`Shared._write`)."""
     try:
-        found: set[tuple[int, str]] = _WRITES.memories
+        found: dict[tuple[int, str], _Running] = _WRITES.memories
     except AttributeError:
-        found = _WRITES.memories = set()
+        found = _WRITES.memories = {}
     return found
 
 
@@ -787,12 +799,15 @@ class Shared(Generic[K, V]):
         """:meth:`transact`; once ``cancel`` is requested, no commit is sent (:class:`_Stopped`
         is raised instead), and it is told of a commit made."""
         with self._lock:
-            with self._write():
+            with self._write() as outer:
+                running = _writing()[(id(self._store), self._name)] if outer is None else None
+                writing_runs = 0  # runs of fn that wrote to this memory through another object
                 self._catch_up()
                 while True:
                     base, version, tip = self._replica, self._version, self._tip
                     runner = base._rehooked(self._run_config, ())
                     self._attempt.clear()
+                    before = 0 if running is None else running.commits
                     out = fn(runner)
                     if not (isinstance(out, tuple) and len(out) == 2):
                         raise TypeError(f"fn must return a (Memory, result) pair, got {type(out).__name__}")
@@ -802,7 +817,20 @@ class Shared(Generic[K, V]):
                     committed = self._commit(base, version, tip, runner, new)
                     if committed is not False:
                         break
+                    if running is not None and running.commits > before:
+                        writing_runs += 1
+                        if writing_runs > 1:
+                            # Each run of fn commits that write, and this one loses the race to
+                            # it: for ever.
+                            raise RuntimeError(
+                                f"{self._name!r}: the function given to update() or transact() writes to the "
+                                f"same memory through another Shared on every run ({running.commits} commits so "
+                                "far), so it can never commit; make every change in that function's own memory "
+                                "(the one it was given)"
+                            )
                     self._lost()
+                if outer is not None and isinstance(committed, Memory):
+                    outer.commits += 1
             if isinstance(committed, Memory):
                 if cancel is not None:
                     cancel.committed = self._version
@@ -811,25 +839,28 @@ class Shared(Generic[K, V]):
             return result
 
     @contextmanager
-    def _write(self) -> Iterator[None]:
-        """Hold this object's lock for one write, refusing a write to the same memory (through
-        this object, or another on the same store object) from inside it, in this thread."""
+    def _write(self) -> Iterator[_Running | None]:
+        """Hold this object's lock for one write, refusing a write through this object from
+        inside it; yield what the write running on this memory in this thread is (None: this)."""
         writing = _writing()
         key = (id(self._store), self._name)
         with self._lock:
-            if key in writing:
-                # The inner write would commit first and the outer one lose the race, run fn
-                # again, and with it the inner write: forever.
+            outer = writing.get(key)
+            if outer is not None and outer.owner is self:
+                # The inner write would commit first, and the outer one on the version it
+                # started from: two entries with one put order, and replicas that disagree.
                 raise RuntimeError(
-                    f"{self._name!r}: a write from inside a function a Shared of this memory is running "
-                    "for update(), transact() or configure(); make every change in that function's own "
-                    "memory (the one it was given)"
+                    f"{self._name!r}: a write from inside a function this Shared is running for update(), "
+                    "transact() or configure(); make every change in that function's own memory (the one "
+                    "it was given)"
                 )
-            writing.add(key)
+            if outer is None:
+                writing[key] = _Running(self)
             try:
-                yield
+                yield outer
             finally:
-                writing.discard(key)
+                if outer is None:
+                    del writing[key]
                 self._summaries.clear()
                 self._attempt.clear()
 
@@ -911,7 +942,7 @@ class Shared(Generic[K, V]):
                 f"configure changes the stored configuration ({', '.join(_CONFIG_FIELDS)}); "
                 f"{', '.join(local)} cannot be stored: give hooks in the template"
             )
-        with self._write():
+        with self._write() as outer:
             self._catch_up()
             while True:
                 base, version, tip = self._replica, self._version, self._tip
@@ -934,6 +965,8 @@ class Shared(Generic[K, V]):
                     self._follow(new._config)
                     self._version, self._replica, self._tip = version + 1, new, new_tip
                     self._maybe_checkpoint()
+                    if outer is not None:
+                        outer.commits += 1
                     return new
                 self._lost()
 
