@@ -246,7 +246,7 @@ class Readable(Protocol):
         """See :meth:`lethe.store.Store.config`."""
         ...
 
-    def load(self, name: str) -> tuple[int, str, list[str]]:
+    def load(self, name: str) -> tuple[int, str, list[tuple[int, str]]]:
         """See :meth:`lethe.store.Store.load`."""
         ...
 
@@ -262,7 +262,7 @@ class Readable(Protocol):
         """See :meth:`lethe.store.Store.time`."""
         ...
 
-    def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[str]]:
+    def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[tuple[int, str]]]:
         """See :meth:`lethe.store.Store.checkpoint`."""
         ...
 
@@ -296,7 +296,7 @@ class ReadOnly:
         """Refused: it would create ``name``."""
         raise self._refused(f"{name!r} is not in the store any more: it is not created")
 
-    def load(self, name: str) -> tuple[int, str, list[str]]:
+    def load(self, name: str) -> tuple[int, str, list[tuple[int, str]]]:
         """See :meth:`lethe.store.Store.load`."""
         return self._store.load(name)
 
@@ -325,7 +325,7 @@ class ReadOnly:
         """See :meth:`lethe.store.Store.time`."""
         return self._store.time()
 
-    def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[str]]:
+    def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[tuple[int, str]]]:
         """See :meth:`lethe.store.Store.checkpoint`."""
         return self._store.checkpoint(name, at_most)
 

@@ -6,8 +6,11 @@ written by :class:`~lethe.store.Shared`):
 * the **configuration** document, written once by the first open;
 * the **current state**: the latest version number, a small *head* (the
   memory's counters and latest clock reading) and one *row* per entry, keyed
-  by the entry's put order (``seq``), so that opening reads the current
-  entries and nothing else;
+  by the entry's put order (``seq``, an int from 0 to 2**63 - 1), so that
+  opening reads the current entries and nothing else.  Reads give each row
+  back with the put order it is keyed by, which the reader checks against the
+  row's own: a commit removes rows by put order, so a row keyed by another one
+  (written there by something else) would outlive its entry;
 * the **log**: one record per committed version ``1, 2, 3, ...``, what that
   version changed.  Appending is a compare-and-swap on the version number:
   the record goes in at exactly ``latest + 1``, together with the new head
@@ -103,8 +106,9 @@ class Store(Protocol):
         """
         ...
 
-    def load(self, name: str) -> tuple[int, str, list[str]]:
-        """The current state of ``name``, read at once: ``(version, head, rows)``.
+    def load(self, name: str) -> tuple[int, str, list[tuple[int, str]]]:
+        """The current state of ``name``, read at once: ``(version, head, rows)``, each row as a
+        ``(seq, row)`` pair, the put order it is keyed by and its text (in any order).
 
         Raises:
             KeyError: ``name`` was never opened.
@@ -153,6 +157,9 @@ class Store(Protocol):
 
         Raises:
             KeyError: ``name`` was never opened.
+            StoreError: ``version`` is past the versions the engine keeps (its
+                latest version was damaged so): nothing is written, never a
+                version it could not read back.
             CommitUnknown: the server stayed unreachable past the engine's
                 ``timeout``: whether ``version`` was committed is unknown.
         """
@@ -176,9 +183,10 @@ class Store(Protocol):
         for an engine that lives on it).  See :class:`~lethe.store.StoreClock`."""
         ...
 
-    def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[str]]:
+    def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[tuple[int, str]]]:
         """The newest checkpoint ``(version, head, rows)`` of ``name`` with ``version <= at_most``
-        (the newest of all when ``at_most`` is None), read at once.
+        (the newest of all when ``at_most`` is None), read at once; the rows are ``(seq, row)``
+        pairs, as :meth:`load` gives them.
 
         Raises:
             KeyError: ``name`` was never opened, or no checkpoint that old is kept.

@@ -58,11 +58,11 @@ class InMemoryStore:
                 named = self._names[name] = _Named(config, 0, head, state, checkpoints={0: (head, dict(state))})
             return named.config
 
-    def load(self, name: str) -> tuple[int, str, list[str]]:
+    def load(self, name: str) -> tuple[int, str, list[tuple[int, str]]]:
         """See :meth:`lethe.store.Store.load`."""
         with self._lock:
             named = self._names[name]
-            return named.version, named.head, list(named.rows.values())
+            return named.version, named.head, list(named.rows.items())
 
     def read(self, name: str, after: int, upto: int | None = None) -> Sequence[tuple[int, str]]:
         """See :meth:`lethe.store.Store.read`."""
@@ -108,7 +108,7 @@ class InMemoryStore:
         """See :meth:`lethe.store.Store.time`: this host's clock."""
         return time.time()
 
-    def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[str]]:
+    def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[tuple[int, str]]]:
         """See :meth:`lethe.store.Store.checkpoint`."""
         with self._lock:
             checkpoints = self._names[name].checkpoints
@@ -117,7 +117,7 @@ class InMemoryStore:
                 raise KeyError(at_most)
             version = max(found)
             head, rows = checkpoints[version]
-            return version, head, list(rows.values())
+            return version, head, list(rows.items())
 
     def compact(self, name: str, min_gap: int) -> bool:
         """See :meth:`lethe.store.Store.compact`."""

@@ -74,6 +74,9 @@ _CHANNEL = "lethe_log"
 #: Serializes the creation of the tables by several processes at once.
 _SCHEMA_LOCK = 0x6C65_7468  # "leth"
 
+#: The largest version and put order a BIGINT holds.
+_MAX_INT = 2**63 - 1
+
 #: The longest pause between two tries to reach the server, in seconds.
 _MAX_PAUSE = 0.5
 
@@ -389,21 +392,21 @@ class PostgresStore:
             raise KeyError(name)
         return int(row[0]), str(row[1])
 
-    def load(self, name: str) -> tuple[int, str, list[str]]:
+    def load(self, name: str) -> tuple[int, str, list[tuple[int, str]]]:
         """See :meth:`lethe.store.Store.load`."""
 
-        def work(conn: psycopg.Connection[Any]) -> tuple[int, str, list[str]]:
+        def work(conn: psycopg.Connection[Any]) -> tuple[int, str, list[tuple[int, str]]]:
             with conn.transaction():
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 version, head = self._head(conn, name)
-                rows = [r[0] for r in conn.execute("SELECT entry FROM lethe_entries WHERE name = %s", (name,))]
+                rows = conn.execute("SELECT seq, entry FROM lethe_entries WHERE name = %s", (name,)).fetchall()
             return version, head, rows
 
         return self._retrying(work)
 
     def read(self, name: str, after: int, upto: int | None = None) -> Sequence[tuple[int, str]]:
         """See :meth:`lethe.store.Store.read`."""
-        high = 2**63 - 1 if upto is None else upto
+        high = _MAX_INT if upto is None else upto
 
         def work(conn: psycopg.Connection[Any]) -> list[tuple[int, str]] | None:
             rows = [
@@ -432,6 +435,8 @@ class PostgresStore:
         config: str | None = None,
     ) -> bool:
         """See :meth:`lethe.store.Store.append`; the class docstring tells how a lost reply is resolved."""
+        if version > _MAX_INT:  # the latest version read was the last a BIGINT holds: nothing is sent
+            raise StoreError(f"{name!r}: the store is damaged: its latest version is {version - 1}, the last it keeps")
         operation = secrets.token_hex(8)
         sent_on: tuple[int, datetime] | None = None  # the session the commit went out on
         params = {
@@ -587,11 +592,11 @@ class PostgresStore:
 
         return self._retrying(work)
 
-    def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[str]]:
+    def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[tuple[int, str]]]:
         """See :meth:`lethe.store.Store.checkpoint`."""
-        high = 2**63 - 1 if at_most is None else at_most
+        high = _MAX_INT if at_most is None else at_most
 
-        def work(conn: psycopg.Connection[Any]) -> tuple[Any, list[str]]:
+        def work(conn: psycopg.Connection[Any]) -> tuple[Any, list[tuple[int, str]]]:
             with conn.transaction():
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 row = conn.execute(
@@ -601,12 +606,9 @@ class PostgresStore:
                 ).fetchone()
                 if row is None:
                     return None, []
-                rows = [
-                    r[0]
-                    for r in conn.execute(
-                        "SELECT entry FROM lethe_checkpoint_entries WHERE name = %s AND version = %s", (name, row[0])
-                    )
-                ]
+                rows = conn.execute(
+                    "SELECT seq, entry FROM lethe_checkpoint_entries WHERE name = %s AND version = %s", (name, row[0])
+                ).fetchall()
             return row, rows
 
         row, rows = self._retrying(work)

@@ -19,9 +19,17 @@ before tips existed (three fields, no ``prev``) are read as having none.
 Every field read back is checked as ``Memory.from_dict`` checks it (the same
 functions do it), so a damaged store gives a ``ValueError`` naming the field,
 never a wrong memory; a tip read back must be one :func:`new_tip` makes (it is
-written into the next record as it is).  A row holds only what JSON gives back
-exactly (:func:`row` refuses the rest), so every replica reads the entry the
-writer holds.
+written into the next record as it is).  An engine keys each row by its put
+order (``seq``): :func:`snapshot` takes the rows with the put orders they are
+keyed by and refuses a row whose own ``seq`` says another, since a later
+commit removes rows by the put order the replica read.  The counters of a head
+are ints from 0 to 2**63 (every put order is below it, as the engines' 64-bit
+keys hold), on reading and on writing.  A record is checked against the
+memory it is applied to (:func:`check_change`): the counters and the clock
+never go back, an entry it writes keeps its put order or takes a new one.  A
+row holds only what JSON gives back exactly (:func:`row` refuses the rest), so
+every replica reads the entry the writer holds, and nothing is written that
+would not be read back.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ import re
 import secrets
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from lethe._change import Change
@@ -68,6 +77,9 @@ ROW = (
 )
 _RECORD_FIELDS = frozenset({"head", "written", "removed", "evicted"})
 _CHAINED_FIELDS = _RECORD_FIELDS | {"prev", "config", "was"}
+#: The counters of a head are at most this, and every put order is below it: the engines key
+#: rows by put order in a 64-bit int (SQLite's INTEGER, PostgreSQL's BIGINT).
+SEQ_END = 2**63
 _LOW_US = int(to_us(datetime.min.replace(tzinfo=UTC)))
 _HIGH_US = int(to_us(datetime.max.replace(tzinfo=UTC)))
 
@@ -274,7 +286,14 @@ def new_tip() -> str:
 
 
 def head(snapshot: Snapshot, tip: str) -> str:
-    """The counters and the latest clock reading of ``snapshot``, and the ``tip`` of its version."""
+    """The counters and the latest clock reading of ``snapshot``, and the ``tip`` of its version.
+
+    Raises:
+        ValueError: a counter is past 2**63 (:data:`SEQ_END`), which no head read back holds.
+    """
+    for name, count in (("next_key", snapshot.next_key), ("next_seq", snapshot.next_seq)):
+        if count > SEQ_END:
+            raise ValueError(f"head.{name}: {short_repr(count)} is past 2**63, the most a store keeps")
     latest = "null" if snapshot.latest is None else exact_us(snapshot.latest)
     return f'[{snapshot.next_key},{snapshot.next_seq},{latest},"{tip}"]'
 
@@ -309,8 +328,8 @@ def configured(text: str) -> tuple[dict[str, Any], dict[str, Any] | None] | None
     Raises:
         ValueError: the record is not JSON, or its ``config`` or ``was`` is not an object.
     """
-    if text.endswith("]}"):  # every record ends so but one with a configuration (see record)
-        return None
+    if type(text) is not str or text.endswith("]}"):  # every record ends so but one with a configuration
+        return None  # (see record); not text: change() names what is wrong
     data = _parsed(text, "record")
     if type(data) is not dict or "config" not in data:
         return None  # not a record as written: change() names what is wrong
@@ -376,16 +395,35 @@ def _entries(raws: Sequence[Any], where: str, decay_fn: Any, first: int = 0) -> 
 _CHUNK = 256
 
 
-def _parsed_rows(texts: Sequence[str], start: int) -> list[Any]:
-    chunk = texts[start : start + _CHUNK]
+_TEXT = itemgetter(1)
+_KEYED = itemgetter(0)
+_SEQ = attrgetter("seq")
+
+
+def _parsed_rows(rows: Sequence[tuple[int, str]], start: int) -> list[Any]:
+    chunk = rows[start : start + _CHUNK]
     try:
-        parsed = json.loads(f"[{','.join(chunk)}]")
-    except ValueError:
+        parsed = json.loads(f"[{','.join(map(_TEXT, chunk))}]")
+    except (ValueError, TypeError, RecursionError):  # (TypeError: a row that is not text)
         parsed = None
     if type(parsed) is list and len(parsed) == len(chunk):
         return parsed
     # Some row is not one JSON value: parse them one by one, which names it.
-    return [_parsed(text, f"entries[{start + i}]") for i, text in enumerate(chunk)]
+    return [_parsed(text, f"entries[{start + i}]") for i, (_, text) in enumerate(chunk)]
+
+
+def _check_keyed(rows: Sequence[tuple[int, str]], built: list[Entry[Any, Any]]) -> None:
+    """ValueError naming the first row whose entry's put order is not the one the store keys it
+    by: a commit removes a row by the put order read, and would leave that one behind."""
+    keyed = list(map(_KEYED, rows))
+    if keyed == list(map(_SEQ, built)):
+        return
+    for i, (seq, e) in enumerate(zip(keyed, built)):
+        if type(seq) is not int or seq != e.seq:
+            raise ValueError(
+                f"entries[{i}].seq: the row says {e.seq}, but the store keys it by {short_repr(seq)} "
+                "(a row written there by something else)"
+            )
 
 
 #: A version id as :func:`new_tip` makes it, the only kind there has been (stores written
@@ -397,7 +435,7 @@ def tip_of(text: str) -> str | None:
     """The tip of the version a record made, read from the start of its text without parsing
     the rest (None: a record without one, or not one :func:`record` wrote, or not a tip
     :func:`new_tip` made)."""
-    if not text.startswith('{"head":['):
+    if type(text) is not str or not text.startswith('{"head":['):
         return None
     head = text[: text.find("]")]
     if not head.endswith('"'):
@@ -423,7 +461,8 @@ def _head(raw: Any) -> tuple[int, int, datetime | None, float, str | None]:
         raise ValueError(f"head: expected [next_key, next_seq, latest, tip], got {str(raw)[:80]}")
     next_key, next_seq, latest = raw[:3]
     tip = _tip(raw[3], "head.tip") if len(raw) == 4 else None
-    next_key, next_seq = checked_int(next_key, "head.next_key"), checked_int(next_seq, "head.next_seq")
+    next_key = checked_int(next_key, "head.next_key", SEQ_END)
+    next_seq = checked_int(next_seq, "head.next_seq", SEQ_END)
     if latest is None:
         return next_key, next_seq, None, -math.inf, tip
     moment, us = _moment(latest, "head.latest")
@@ -431,28 +470,41 @@ def _head(raw: Any) -> tuple[int, int, datetime | None, float, str | None]:
 
 
 def _parsed(text: str, where: str) -> Any:
+    """``text`` parsed; ValueError naming ``where`` when it is not JSON text (or not text: an
+    engine gives back what another client wrote, a BLOB say)."""
+    if type(text) is not str:
+        raise ValueError(f"{where}: expected JSON text, got {type(text).__name__}")
     try:
         return json.loads(text)
     except ValueError as exc:
         raise ValueError(f"{where}: not JSON ({exc})") from None
+    except RecursionError:
+        raise ValueError(f"{where}: nested deeper than JSON can be read") from None
 
 
-def snapshot(head_text: str, rows: Sequence[str], decay_fn: Any, max_entries: int) -> tuple[Snapshot, str | None]:
-    """The snapshot a head and its rows hold, checked as ``Memory.from_dict`` checks a
-    document, and the tip of its version (None: not recorded).
+def snapshot(
+    head_text: str, rows: Sequence[tuple[int, str]], decay_fn: Any, max_entries: int
+) -> tuple[Snapshot, str | None]:
+    """The snapshot a head and its rows (``(seq, row)`` pairs: each row with the put order
+    the store keys it by) hold, checked as ``Memory.from_dict`` checks a document, and the
+    tip of its version (None: not recorded).
 
     Runtime complexity: O(n log n) for n rows (parsed 256 at a time).
 
     Raises:
-        ValueError: malformed (naming ``entries[i]`` and the field, or ``head``).
+        ValueError: malformed (naming ``entries[i]`` and the field, or ``head``), or a row
+            keyed by another put order than its own.
     """
     next_key, next_seq, latest, latest_us, tip = _head(_parsed(head_text, "head"))
     if len(rows) > max_entries:
         raise ValueError(f"entries: {len(rows)} entries exceed max_entries={max_entries}")
+    if rows and type(rows[0]) not in (tuple, list):  # an engine of an older Store interface: rows alone
+        raise ValueError(f"entries: expected (seq, row) pairs from the engine, got {type(rows[0]).__name__}")
     built: list[Entry[Any, Any]] = []
     for start in range(0, len(rows), _CHUNK):
         built += _entries(_parsed_rows(rows, start), "entries", decay_fn, start)
-    check_entries(built, next_seq, latest, latest_us, decay_fn)
+    check_entries(built, next_seq, latest, latest_us, decay_fn)  # (every seq below next_seq <= SEQ_END)
+    _check_keyed(rows, built)
     return Snapshot(EMPTY.update({e.key: e for e in built}), next_key, next_seq, latest, latest_us, built), tip
 
 
@@ -473,8 +525,61 @@ def change(text: str, decay_fn: Any, *, evicted: bool = True) -> tuple[Change, s
             raise ValueError(f"record.{name}: expected a list, got {type(data[name]).__name__}")
     next_key, next_seq, latest, latest_us, tip = _head(data["head"])
     prev = _tip(data["prev"], "record.prev") if "prev" in data else None
-    written = tuple(_entries(data["written"], "written", decay_fn))
+    written = _entries(data["written"], "written", decay_fn)
+    try:
+        check_entries(written, next_seq, latest, latest_us, decay_fn)
+    except ValueError as exc:
+        raise ValueError(f"record.{str(exc).replace('entries[', 'written[', 1)}") from None
     removed = tuple(checked_key(raw, f"removed[{i}]") for i, raw in enumerate(data["removed"]))
     gone = data["evicted"] if evicted else ()
     dropped = tuple(_entries(gone, "evicted", decay_fn))
-    return Change(written, removed, next_key, next_seq, latest, latest_us, dropped), prev, tip
+    return Change(tuple(written), removed, next_key, next_seq, latest, latest_us, dropped), prev, tip
+
+
+def check_change(change: Change, held: Snapshot, max_entries: int, *, whole: bool = False) -> None:
+    """Check that ``change``, read from a record, was made on ``held``, the memory it is
+    applied to: its counters and latest clock reading are not behind ``held``'s; each entry it
+    writes is either held under its key with its put order, or new, with a put order from
+    ``held``'s ``next_seq`` on; each key it removes is held, once, and not written too; and no
+    more than ``max_entries`` entries come of it.  ``whole``: the record of a configuration
+    change, which writes every entry held, as held (keys and put orders).
+
+    A replica that applied a record made on another memory would remove rows by put orders
+    the store does not key them by (and leave them behind).
+
+    Runtime complexity: O(m) for m entries written and keys removed.
+
+    Raises:
+        ValueError: naming the field of the record.
+    """
+    if change.next_key < held.next_key or change.next_seq < held.next_seq:
+        raise ValueError(
+            f"head: the counters go back, from ({held.next_key}, {held.next_seq}) to ({change.next_key}, "
+            f"{change.next_seq})"
+        )
+    if change.latest_us < held.latest_us:
+        raise ValueError("head.latest: before the latest clock reading of the version it was made on")
+    entries = held.entries
+    removed = change.removed
+    if len(set(removed)) < len(removed):
+        raise ValueError("removed: a key removed twice")
+    for i, key in enumerate(removed):
+        if key not in entries:
+            raise ValueError(f"removed[{i}]: the key {short_repr(key)} is not held")
+    gone = set(removed)
+    added = 0
+    for i, e in enumerate(change.written):
+        old = entries.get(e.key)
+        if e.key in gone:
+            raise ValueError(f"written[{i}].key: {short_repr(e.key)} is removed by the same record")
+        if old is None:
+            added += 1
+        if (old is None or old.seq != e.seq) and (whole or not held.next_seq <= e.seq < change.next_seq):
+            raise ValueError(
+                f"written[{i}].seq: {e.seq} is neither the put order held for the key {short_repr(e.key)} "
+                f"nor a new one (from {held.next_seq})"
+            )
+    if whole and (added or len(change.written) != len(entries) or removed):
+        raise ValueError("written: a configuration's record writes every entry held, and only those")
+    if len(entries) - len(removed) + added > max_entries:
+        raise ValueError(f"written: {len(entries) - len(removed) + added} entries exceed max_entries={max_entries}")

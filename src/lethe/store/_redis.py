@@ -8,7 +8,9 @@ atomic on the server, over the keys of one memory, which share one hash tag
 
 from __future__ import annotations
 
+import json
 import random
+import re
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -48,6 +50,14 @@ _REFUSED: tuple[type[Exception], ...] = (
 # The keys of one memory, in the order every script takes them.
 _KEYS = ("config", "latest", "head", "log", "ops", "entries", "checkpoints", "first", "feed")
 
+#: A put order as lethe writes an entries hash's field, and a comma-separated list of them (the
+#: fields a script read, in one string).
+_SEQ = re.compile("0|[1-9][0-9]{0,18}")
+_SEQS = re.compile("(?:(?:0|[1-9][0-9]{0,18})(?:,(?:0|[1-9][0-9]{0,18}))*)?")
+
+#: The last version a memory may have: the scripts read versions of at most 13 digits.
+_MAX_VERSION = 10**13 - 1
+
 #: How many log records one call of the read script returns at most (the caller calls again).
 _READ_CHUNK = 1000
 #: The most log records one compaction deletes is the larger of this and twice its ``min_gap``.
@@ -67,6 +77,18 @@ local function version(text, what)
     return nil, 'LETHE the ' .. what .. ' is ' .. held .. ', not a version number'
   end
   return tonumber(text), nil
+end
+-- The rows of the entries hash ``key`` appended to ``out``, and the fields they are keyed by (their
+-- put orders), in the same order, joined by commas into ``out[3]`` (one string: checked by the
+-- caller, as a field matched here one by one costs more than the rest of the read).
+local function rows(out, key)
+  local found = redis.call('HGETALL', key)
+  local seqs = {}
+  for i = 1, #found, 2 do
+    seqs[#seqs + 1] = found[i]
+    out[#out + 1] = found[i + 1]
+  end
+  out[3] = table.concat(seqs, ',')
 end
 -- The latest version (nil: no such memory) and the first version the log holds, checked.
 local function bounds()
@@ -137,7 +159,7 @@ redis.call('XADD', KEYS[9], 'MAXLEN', '~', 64, '*', 'v', ARGV[1])
 return 1
 """
 
-# Returns {version, head, rows...} of the current state, or nil.
+# Returns {version, head, "seq,seq,...", row, row, ...} of the current state, or nil.
 _LOAD = _PRELUDE + """
 local held = redis.call('GET', KEYS[2])
 if not held then return nil end
@@ -145,8 +167,8 @@ local latest, bad = version(held, 'latest version')
 if bad then return redis.error_reply(bad) end
 local head = redis.call('GET', KEYS[3])
 if not head then return redis.error_reply('LETHE the head of version ' .. latest .. ' is missing') end
-local out = {latest, head}
-for _, row in ipairs(redis.call('HVALS', KEYS[6])) do out[#out + 1] = row end
+local out = {latest, head, ''}
+rows(out, KEYS[6])
 return out
 """
 
@@ -184,8 +206,8 @@ end
 return out
 """
 
-# ARGV: at_most. Returns {version, head, rows...} of the newest checkpoint at or before it, {} if
-# none is, or nil (no such memory).
+# ARGV: at_most. Returns {version, head, "seq,seq,...", row, row, ...} of the newest checkpoint at or
+# before it, {} if none is, or nil (no such memory).
 _CHECKPOINT = _PRELUDE + """
 local held = redis.call('GET', KEYS[2])
 if not held then return nil end
@@ -199,8 +221,8 @@ if bad then return redis.error_reply(bad) end
 if v > latest then return redis.error_reply('LETHE checkpoint ' .. v .. ' is past the latest version ' .. latest) end
 local head = redis.call('GET', KEYS[7] .. ':' .. found[1] .. ':head')
 if not head then return redis.error_reply('LETHE the head of checkpoint ' .. v .. ' is missing') end
-local out = {v, head}
-for _, row in ipairs(redis.call('HVALS', KEYS[7] .. ':' .. found[1] .. ':entries')) do out[#out + 1] = row end
+local out = {v, head, ''}
+rows(out, KEYS[7] .. ':' .. found[1] .. ':entries')
 return out
 """
 
@@ -553,12 +575,27 @@ class RedisStore:
         self._run(lambda: self._client.sadd(self._names, name), name)
         return self._text(stored, name)
 
-    def load(self, name: str) -> tuple[int, str, list[str]]:
+    def load(self, name: str) -> tuple[int, str, list[tuple[int, str]]]:
         """See :meth:`lethe.store.Store.load`."""
         found = self._script("load", name)
         if found is None:
             raise KeyError(name)
-        return int(found[0]), self._text(found[1], name), [self._text(r, name) for r in found[2:]]
+        return int(found[0]), self._text(found[1], name), self._rows(found, name)
+
+    def _rows(self, found: list[Any], name: str) -> list[tuple[int, str]]:
+        """The ``(seq, row)`` pairs a script returned after the version and head: the fields
+        the rows are keyed by (joined by commas), then the rows.
+
+        Raises:
+            StoreError: a field is not a put order as lethe writes one (digits, no leading
+                zero): a commit deletes the field its put order names, never that one.
+        """
+        seqs = self._text(found[2], name)
+        if _SEQS.fullmatch(seqs) is None:
+            bad = next((seq for seq in seqs.split(",") if _SEQ.fullmatch(seq) is None), seqs)
+            raise StoreError(f"{name!r}: the store is damaged: an entry is keyed by {bad[:24]!r}, not a put order")
+        text = self._text
+        return list(zip(json.loads(f"[{seqs}]"), [text(r, name) for r in found[3:]], strict=True))
 
     def read(self, name: str, after: int, upto: int | None = None) -> Sequence[tuple[int, str]]:
         """See :meth:`lethe.store.Store.read`.
@@ -603,6 +640,8 @@ class RedisStore:
         config: str | None = None,
     ) -> bool:
         """See :meth:`lethe.store.Store.append`; the class docstring tells how a lost reply is resolved."""
+        if version > _MAX_VERSION:  # the latest version read was the last the scripts read: nothing is sent
+            raise StoreError(f"{name!r}: the store is damaged: its latest version is {version - 1}, the last it keeps")
         operation = secrets.token_hex(8)
         pairs = [part for seq, row in written for part in (seq, row)]
         keys, args = self._keys(name), [version, record, head, operation, config or "", len(removed), *removed, *pairs]
@@ -671,12 +710,12 @@ class RedisStore:
         seconds, micros = self._run(self._client.time)
         return int(seconds) + int(micros) / 1e6
 
-    def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[str]]:
+    def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[tuple[int, str]]]:
         """See :meth:`lethe.store.Store.checkpoint`."""
         found = self._script("checkpoint", name, "+inf" if at_most is None else at_most)
         if not found:  # nil: no such memory; {}: no checkpoint that old
             raise KeyError(name if found is None or at_most is None else at_most)
-        return int(found[0]), self._text(found[1], name), [self._text(r, name) for r in found[2:]]
+        return int(found[0]), self._text(found[1], name), self._rows(found, name)
 
     def compact(self, name: str, min_gap: int) -> bool:
         """See :meth:`lethe.store.Store.compact`.  Sent again after a lost reply, a

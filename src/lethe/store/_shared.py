@@ -390,9 +390,10 @@ class Shared(Generic[K, V]):
         return dataclasses.replace(empty._config, **hooks)
 
     def _restored(
-        self, what: str, head: str, rows: list[str], config: Config | None = None
+        self, what: str, head: str, rows: Sequence[tuple[int, str]], config: Config | None = None
     ) -> tuple[Memory[K, V], str | None]:
-        """A memory under ``config`` (this object's by default) from a stored head and rows, and its tip."""
+        """A memory under ``config`` (this object's by default) from a stored head and rows
+        (``(seq, row)`` pairs), and its tip."""
         config = config or self._config
         try:
             snapshot, tip = _records.snapshot(head, rows, config.decay_fn, config.max_entries)
@@ -401,13 +402,18 @@ class Shared(Generic[K, V]):
         return Memory._restored(config, snapshot), tip
 
     def _parsed(self, stored: str) -> dict[str, Any]:
-        """The stored configuration document ``stored``, parsed."""
+        """The stored configuration document ``stored``, parsed: an object with every stored
+        field (each lethe wrote all of them), its values checked when it is read as a
+        configuration (:meth:`_adopted`, :meth:`_readable`)."""
         try:
             doc = json.loads(stored)
-        except ValueError:
+        except (ValueError, TypeError, RecursionError):  # (not text; nested past what json reads)
             doc = None
         if not isinstance(doc, dict):
             raise StoreError(f"{self._name!r}: the stored configuration is not a JSON object: {stored[:80]!r}")
+        missing = [field for field in _CONFIG_FIELDS if field not in doc]
+        if missing:
+            raise StoreError(f"{self._name!r}: the stored configuration has no {missing[0]}: {stored[:80]!r}")
         created = doc.get("created")
         if created is not None and not (isinstance(created, str) and _records.is_tip(created)):
             raise StoreError(f"{self._name!r}: the stored configuration's creation id is {created!r}")
@@ -429,6 +435,7 @@ class Shared(Generic[K, V]):
             else:
                 field = _mismatch(doc, _config_document(config))
                 if field is not None:
+                    self._readable(doc)
                     raise ValueError(
                         f"{self._name!r} was stored with another configuration: {field} is {doc.get(field)!r} in "
                         f"the store, {_config_document(config)[field]!r} here. Open it with the stored "
@@ -446,6 +453,7 @@ class Shared(Generic[K, V]):
                     if self._call(self._store.config) == text:
                         raise
                     continue  # configured meanwhile: rows of another decay function
+                del rows  # (tuples the collector would walk once it runs again)
             if self._call(self._store.config) == text:
                 if wanted is not self._config:
                     self._follow(wanted)
@@ -453,7 +461,18 @@ class Shared(Generic[K, V]):
                 return version, *state
         raise StoreError(f"{self._name!r}: the stored configuration changed {_RELOADS} times while it was read")
 
-    def _checkpointed_at(self, at_most: int) -> tuple[int, str, list[str]]:
+    def _readable(self, doc: dict[str, Any]) -> None:
+        """Raise :class:`StoreError` unless the stored configuration ``doc`` is one
+        ``Memory.from_dict`` reads (a custom decay function standing for the one it names):
+        another configuration, not a damaged one."""
+        decay = doc.get("decay_fn")
+        custom = isinstance(decay, dict) and decay.get("name") == CUSTOM
+        try:
+            stored_template(doc, decay_fn=self._template_fn if custom else None)
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"{self._name!r}: the stored configuration cannot be read: {exc}") from None
+
+    def _checkpointed_at(self, at_most: int) -> tuple[int, str, list[tuple[int, str]]]:
         """The newest checkpoint at or before ``at_most``, as stored: ``(version, head, rows)``."""
         try:
             return self._store.checkpoint(self._name, at_most)
@@ -503,6 +522,10 @@ class Shared(Generic[K, V]):
             change, prev, new_tip = self._change(v, record, evicted=False, decay_fn=config.decay_fn)
             if prev is not None and tip is not None and prev != tip:
                 raise _Diverged(version)
+            try:
+                _records.check_change(change, mem._snapshot(), config.max_entries, whole=doc is not None)
+            except ValueError as exc:
+                raise StoreError(f"{self._name!r}: log record {v} was not made on version {version}: {exc}") from None
             if doc is not None:  # a new configuration: the record holds every entry
                 written = list(change.written)
                 snapshot = Snapshot(
@@ -671,10 +694,11 @@ class Shared(Generic[K, V]):
             left = _WAIT_SLICE if deadline is None else min(deadline - time.monotonic(), _WAIT_SLICE)
             if left <= 0:
                 return False
-            if self._call(self._store.wait, seen, left) < seen:
+            latest = self._call(self._store.wait, seen, left)
+            if latest != seen:
                 with self._lock:
                     if self._version == seen:
-                        self._rejoin()
+                        self._stalled(seen, latest)
 
     def at(self, version: int) -> Memory[K, V]:
         """The memory as it was at ``version``, within the retained log.
@@ -684,7 +708,8 @@ class Shared(Generic[K, V]):
 
         Raises:
             ValueError: ``version`` is negative or after the latest version.
-            StoreError: ``version`` is older than the retained log.
+            StoreError: ``version`` is older than the retained log, or the log lacks a
+                record up to it that the store's latest version says it holds (damaged).
 
         >>> from lethe import Memory
         >>> from lethe.store import InMemoryStore, Shared
@@ -698,6 +723,7 @@ class Shared(Generic[K, V]):
             raise ValueError(f"version must be an int >= 0, got {version!r}")
         with paused():
             base, head, stored = self._checkpointed_at(version)
+            latest = self._call(self._store.wait, base, 0.0)  # before the log: it holds at least that
             # To the latest: a configure after the checkpoint says the configuration it was made under.
             rows = self._call(self._store.read, base)
             mem, tip = self._restored(f"checkpoint {base}", head, stored, self._config_before(rows))
@@ -707,7 +733,12 @@ class Shared(Generic[K, V]):
             made = exc.version + 1
             raise StoreError(f"{self._name!r}: log record {made} was not made on version {exc.version}") from None
         if found != version:
-            raise ValueError(f"version {version} is after the latest version ({found})")
+            if version > latest and found >= latest:
+                raise ValueError(f"version {version} is after the latest version ({found})")
+            raise StoreError(
+                f"{self._name!r}: the log from checkpoint {base} on holds no record of version {found + 1}, "
+                f"which the store's latest version ({latest}) says it has: a damaged store"
+            )
         return mem
 
     def evictions(self, since: int = 0) -> Iterator[tuple[int, tuple[Entry[K, V], ...]]]:
@@ -867,11 +898,31 @@ class Shared(Generic[K, V]):
     def _lost(self) -> None:
         """After a commit that did not go in: someone committed its version first, or it never
         reached the store (an engine that lost the connection says so).  Catch up; if that finds
-        nothing, ask the store its latest version: one below this replica's means it went back."""
+        nothing, ask the store its latest version (see :meth:`_stalled`)."""
         seen = self._version
         self._catch_up()
-        if self._version == seen and self._call(self._store.wait, seen, 0.0) < seen:
+        if self._version == seen:
+            self._stalled(seen, self._call(self._store.wait, seen, 0.0))
+
+    def _stalled(self, seen: int, latest: int) -> None:
+        """After a catch-up from version ``seen`` that found nothing, while the store's latest
+        version is ``latest``.  Below ``seen``, the store went back (:meth:`_rejoin`).  Above it,
+        a commit may have come in after the log was read: catch up again, and if that finds
+        nothing either, the store's log lacks the versions its latest version says it holds
+        (a commit appends its record at once), and nothing would ever commit.
+
+        Raises:
+            StoreError: the store went back, or is damaged so (nothing was written).
+        """
+        if latest < seen:
             self._rejoin()
+        if latest > seen:
+            self._catch_up()
+            if self._version == seen:
+                raise StoreError(
+                    f"{self._name!r}: the store's latest version is {latest}, but its log holds no record after "
+                    f"version {seen} (a damaged store); nothing was written"
+                )
 
     def update(self, fn: Callable[[Memory[K, V]], Memory[K, V]]) -> Memory[K, V]:
         """Commit ``fn(current)`` and return the committed version, retrying on a lost race.
@@ -955,7 +1006,7 @@ class Shared(Generic[K, V]):
                 fn = new._config.decay_fn
                 written = [(e.seq, _records.row(e, fn)) for e in sorted(new._entries.values(), key=_seq)]
                 new_tip = _records.new_tip()
-                head = _records.head(new._snapshot(), new_tip)
+                head = self._head(new, new_tip)
                 text = _records.dumps(doc)
                 rows = (r for _, r in written)
                 record = _records.record(head, tip, rows, (), (), config=text, was=_records.dumps(was))
@@ -992,7 +1043,7 @@ class Shared(Generic[K, V]):
             if old is not None and old.seq != e.seq:
                 removed.append(old.seq)  # the key was put again: its old row goes
         new_tip = _records.new_tip()
-        head = _records.head(new._snapshot(), new_tip)
+        head = self._head(new, new_tip)
         evicted = (_records.row(e, fn) for e in change.evicted)
         record = _records.record(head, tip, (r for _, r in written), change.removed, evicted)
         version += 1
@@ -1015,6 +1066,18 @@ class Shared(Generic[K, V]):
                         f"lethe: version {self._version} of {self._name!r} was committed; on_evict failed after it"
                     )
                 raise
+
+    def _head(self, new: Memory[K, V], tip: str) -> str:
+        """The head of ``new``, the version whose tip is ``tip``, to commit.
+
+        Raises:
+            StoreError: a counter went past what a store keeps (the head it was made from
+                was damaged so), and nothing is written: a head no replica could read.
+        """
+        try:
+            return _records.head(new._snapshot(), tip)
+        except ValueError as exc:
+            raise StoreError(f"{self._name!r}: {exc}; nothing was written") from None
 
     def _heard(self, evicted: tuple[Entry[K, V], ...]) -> None:
         """The ``on_evict`` of the memories ``fn`` works on: each operation's evictions, kept."""
@@ -1142,8 +1205,8 @@ class Shared(Generic[K, V]):
             return False  # nothing new, or a write of this object runs: it catches up; look again
         try:
             self._catch_up()
-            if self._version == start and latest < start:
-                self._rejoin()
+            if self._version == start:
+                self._stalled(start, latest)
             return self._version != start
         finally:
             self._lock.release()

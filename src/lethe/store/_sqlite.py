@@ -29,6 +29,9 @@ _SCHEMA = (
 )
 _TABLES = frozenset({"meta", "memories", "entries", "log", "checkpoints", "checkpoint_entries"})
 
+#: The largest int SQLite keeps (a version, a put order): an argument past it is read as it.
+_MAX_INT = 2**63 - 1
+
 # Every open store, so that no connection is open across os.fork (see _before_fork).
 _OPEN: weakref.WeakSet[SQLiteStore] = weakref.WeakSet()
 # Connections found in a process that did not open them: kept referenced, never used or closed.
@@ -69,6 +72,11 @@ def _reading(conn: sqlite3.Connection) -> Iterator[None]:
         conn.execute("COMMIT")
 
 
+def _int(n: int) -> int:
+    """``n`` within the ints SQLite binds (a version asked for past them is past every one kept)."""
+    return min(max(n, -_MAX_INT - 1), _MAX_INT)
+
+
 class SQLiteStore:
     """A :class:`~lethe.store.Store` in one SQLite file: many named memories, many processes.
 
@@ -101,10 +109,31 @@ class SQLiteStore:
     it are not is damaged: :meth:`open` refuses it (nothing is reset), and
     :meth:`drop` removes what is left.
 
+    Read-only: with ``read_only=True``, or when the file exists but this
+    process cannot write it (a read-only volume, a file without write
+    permission or marked immutable, or a directory where the write-ahead
+    log's ``-wal`` and ``-shm`` files cannot be made and are not there
+    already), the store is opened for reading only (:attr:`read_only` says
+    so): :class:`~lethe.store.Shared` reads it (``current``, ``at``,
+    ``evictions``, ``wait``), and every write (a commit, a new name, a
+    compaction, :meth:`drop`) raises :class:`~lethe.store.StoreError`
+    saying the store is read-only, with nothing written.  The file is read
+    through SQLite's ``mode=ro``, which reads the write-ahead log of a writer
+    still at work through its ``-shm`` file; where that file cannot be made
+    (a read-only directory or volume) and there is no write-ahead log, the
+    file is read as ``immutable=1`` (without locks: a file on read-only
+    media does not change).  A write-ahead log that holds commits but has no
+    ``-shm`` beside it, in a directory where none can be made, is refused
+    (:class:`~lethe.store.StoreError`): SQLite would read the file without
+    those commits.  Open the store once where it is writable (closing folds
+    the log into the file), or copy the file with its ``-wal``.
+
     Args:
-        path: The database file (created if absent).
+        path: The database file (created if absent, unless read-only).
         durable: Sync every commit to disk (see above).
         timeout: Seconds to wait for a lock held by another connection.
+        read_only: Never write to the file (it must be a lethe store
+            already); a file this process cannot write is opened so anyway.
 
     Raises:
         StoreError: ``path`` is not a lethe store (not SQLite, or SQLite with
@@ -120,12 +149,17 @@ class SQLiteStore:
     'v'
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, durable: bool = False, timeout: float = 30.0) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, durable: bool = False, timeout: float = 30.0, read_only: bool = False
+    ) -> None:
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"path must be a str or an os.PathLike, got {type(path).__name__}")
         self.path = Path(path)
         self.durable = flag(durable, "durable")
         self.timeout = checked_timeout(timeout)
+        #: Whether the store is open for reading only: asked for, or the file cannot be written.
+        self.read_only = flag(read_only, "read_only")
+        self._asked_read_only = self.read_only
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid = os.getpid()
@@ -149,10 +183,11 @@ class SQLiteStore:
         return self._conn
 
     def _connect(self) -> sqlite3.Connection:
-        try:
-            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
-        except sqlite3.Error as exc:  # a directory, or one that does not exist
-            raise StoreError(f"{self.path}: cannot open the database file ({exc})") from None
+        if not self.read_only and self._unwritable():
+            self.read_only = True
+        if self.read_only:
+            return self._connect_read_only()
+        conn = self._open(self.path)
         try:
             with self._reporting():
                 self._check(conn)
@@ -167,6 +202,65 @@ class SQLiteStore:
             conn.close()
             raise
         return conn
+
+    def _open(self, target: str | Path, uri: bool = False) -> sqlite3.Connection:
+        try:
+            return sqlite3.connect(target, timeout=self.timeout, isolation_level=None, check_same_thread=False, uri=uri)
+        except sqlite3.Error as exc:  # a directory, or one that does not exist
+            raise StoreError(f"{self.path}: cannot open the database file ({exc})") from None
+
+    def _unwritable(self) -> bool:
+        """Whether the file exists and this process cannot write it: the file itself, or the
+        ``-wal`` and ``-shm`` files every write goes through, neither there to be written nor
+        to be made in its directory.  (The operating system says: a read-only volume, missing
+        permissions, an immutable file; root is refused only by the first and the last.)"""
+        path = str(self.path)
+        if not os.path.exists(path):
+            return False  # created, or refused, as ever
+        if not os.access(path, os.W_OK):
+            return True
+        if all(os.access(path + side, os.W_OK) for side in ("-wal", "-shm")):
+            return False
+        return not os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
+
+    def _connect_read_only(self) -> sqlite3.Connection:
+        """A connection that never writes: ``mode=ro``, or ``immutable=1`` where SQLite cannot make
+        the ``-shm`` file it reads a write-ahead log through and there is no such log to read."""
+        uri = self.path.resolve().as_uri()
+        conn = self._open(f"{uri}?mode=ro", uri=True)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            # The -shm file cannot be made: "unable to open" on a read-only volume, "readonly"
+            # (SQLITE_READONLY_CANTINIT) in a directory without write permission.
+            if "unable to open" not in str(exc) and "readonly" not in str(exc):
+                raise StoreError(f"{self.path}: not a lethe store ({exc})") from None
+            wal = f"{self.path}-wal"
+            if os.path.exists(wal) and os.path.getsize(wal) > 0:
+                raise StoreError(
+                    f"{self.path}: cannot be read here: its write-ahead log ({wal}) holds commits that are not in "
+                    "the file yet, and SQLite reads it through a -shm file it cannot make in this directory; open "
+                    "the store once where it is writable (closing it folds the log into the file), or copy the "
+                    "file together with its -wal to where it is"
+                ) from None
+            conn = self._open(f"{uri}?mode=ro&immutable=1", uri=True)
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise StoreError(f"{self.path}: not a lethe store ({exc})") from None
+        try:
+            with self._reporting():
+                self._check(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _refuse_writes(self) -> None:
+        """Raise :class:`StoreError` for a write to a read-only store (before anything is written)."""
+        if self.read_only:
+            why = "opened with read_only=True" if self._asked_read_only else "this process cannot write the file"
+            raise StoreError(f"{self.path}: the store is read-only ({why}); nothing was written")
 
     def _wal(self, conn: sqlite3.Connection) -> None:
         """Put the file in WAL mode (it stays so).  The switch needs the file to itself and SQLite
@@ -206,6 +300,8 @@ class SQLiteStore:
         tables = {name for kind, name in found if kind == "table"}
         if not found and marked:  # an empty database another program has claimed
             raise StoreError(f"{self.path}: not a lethe store (an SQLite database of another program)")
+        if not found and self.read_only:
+            raise StoreError(f"{self.path}: not a lethe store (an SQLite database without tables, read-only)")
         if not found:
             with _writing(conn, self.timeout):
                 for statement in _SCHEMA:
@@ -245,7 +341,8 @@ class SQLiteStore:
         self.close()
 
     def __repr__(self) -> str:
-        return f"SQLiteStore({str(self.path)!r}, durable={self.durable})"
+        read_only = ", read_only=True" if self.read_only else ""
+        return f"SQLiteStore({str(self.path)!r}, durable={self.durable}{read_only})"
 
     # -- the engine -------------------------------------------------------
 
@@ -261,7 +358,7 @@ class SQLiteStore:
             row = self._connection().execute("SELECT config FROM memories WHERE name = ?", (name,)).fetchone()
         if row is None:
             raise KeyError(name)
-        return str(row[0])
+        return self._text(row[0], name, "configuration")
 
     def open(self, name: str, config: str, head: str, rows: Sequence[tuple[int, str]]) -> str:
         """See :meth:`lethe.store.Store.open`."""
@@ -269,7 +366,8 @@ class SQLiteStore:
             conn = self._connection()
             row = conn.execute("SELECT config FROM memories WHERE name = ?", (name,)).fetchone()
             if row is not None:
-                return str(row[0])
+                return self._text(row[0], name, "configuration")
+            self._refuse_writes()
             with _writing(conn, self.timeout):
                 row = conn.execute("SELECT config FROM memories WHERE name = ?", (name,)).fetchone()
                 if row is None and self._remains(conn, name):
@@ -281,7 +379,7 @@ class SQLiteStore:
                     conn.execute(
                         "INSERT INTO checkpoint_entries SELECT name, 0, seq, entry FROM entries WHERE name = ?", (name,)
                     )
-            return config if row is None else str(row[0])
+            return config if row is None else self._text(row[0], name, "configuration")
 
     @staticmethod
     def _remains(conn: sqlite3.Connection, name: str) -> bool:
@@ -300,29 +398,51 @@ class SQLiteStore:
         ).fetchone()
         if row is None:
             raise KeyError(name)
-        return int(row[0]), str(row[1])
+        return self._version(row[0], name, "latest version"), self._text(row[1], name, "head")
 
-    def load(self, name: str) -> tuple[int, str, list[str]]:
-        """See :meth:`lethe.store.Store.load`."""
+    def _damaged(self, name: str, what: str) -> StoreError:
+        return StoreError(f"{self.path}: {name!r}: the store is damaged: {what}")
+
+    def _version(self, value: object, name: str, what: str) -> int:
+        """A version as read from a column: SQLite keeps whatever another client wrote there."""
+        if type(value) is not int:
+            raise self._damaged(name, f"its {what} is {str(value)[:24]!r}, not a version number")
+        return value
+
+    def _text(self, value: object, name: str, what: str) -> str:
+        """A head, record or configuration as read from a column (a BLOB or a number is refused)."""
+        if type(value) is not str:
+            raise self._damaged(name, f"its {what} is {type(value).__name__}, not text")
+        return value
+
+    def load(self, name: str) -> tuple[int, str, list[tuple[int, str]]]:
+        """See :meth:`lethe.store.Store.load`.  The rows are given back as the columns hold them
+        (the reader checks each put order and text)."""
         with self._lock, self._reporting():
             conn = self._connection()
             with _reading(conn):
                 version, head = self._head(conn, name)
-                rows = conn.execute("SELECT entry FROM entries WHERE name = ?", (name,)).fetchall()
-        return version, head, [r[0] for r in rows]
+                rows: list[tuple[int, str]] = conn.execute(
+                    "SELECT seq, entry FROM entries WHERE name = ?", (name,)
+                ).fetchall()
+        return version, head, rows
 
     def read(self, name: str, after: int, upto: int | None = None) -> Sequence[tuple[int, str]]:
         """See :meth:`lethe.store.Store.read`."""
-        high = 2**63 - 1 if upto is None else upto
+        high = _MAX_INT if upto is None else _int(upto)
         with self._lock, self._reporting():
             conn = self._connection()
             rows: list[tuple[int, str]] = conn.execute(
                 "SELECT version, record FROM log WHERE name = ? AND version > ? AND version <= ? ORDER BY version",
-                (name, after, high),
+                (name, _int(after), high),
             ).fetchall()
             if not rows and conn.execute("SELECT 1 FROM memories WHERE name = ?", (name,)).fetchone() is None:
                 raise KeyError(name)
-            return rows
+        for version, record in rows:
+            if type(version) is not int or type(record) is not str:
+                self._version(version, name, "log version")
+                self._text(record, name, f"log record {version}")
+        return rows
 
     def append(
         self,
@@ -337,11 +457,14 @@ class SQLiteStore:
         """See :meth:`lethe.store.Store.append`."""
         with self._lock, self._reporting():
             conn = self._connection()
+            self._refuse_writes()
             with _writing(conn, self.timeout):
                 # The compare-and-swap: the record goes in at exactly the version after the latest.
                 latest, _ = self._head(conn, name)
                 if latest != version - 1:
                     return False  # another writer got there first (nothing written)
+                if version > _MAX_INT:
+                    raise self._damaged(name, f"its latest version is {latest}, the last one SQLite keeps")
                 conn.execute("INSERT INTO log VALUES (?, ?, ?, ?)", (name, version, head, record))
                 if config is not None:
                     conn.execute("UPDATE memories SET config = ? WHERE name = ?", (config, name))
@@ -374,9 +497,9 @@ class SQLiteStore:
             raise StoreError(f"{self.path}: the store is closed")
         return time.time()
 
-    def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[str]]:
+    def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[tuple[int, str]]]:
         """See :meth:`lethe.store.Store.checkpoint`."""
-        high = 2**63 - 1 if at_most is None else at_most
+        high = _MAX_INT if at_most is None else _int(at_most)
         with self._lock, self._reporting():
             conn = self._connection()
             with _reading(conn):
@@ -387,18 +510,20 @@ class SQLiteStore:
                 ).fetchone()
                 if row is None:
                     raise KeyError(name if at_most is None else at_most)
-                rows = conn.execute(
-                    "SELECT entry FROM checkpoint_entries WHERE name = ? AND version = ?", (name, row[0])
+                rows: list[tuple[int, str]] = conn.execute(
+                    "SELECT seq, entry FROM checkpoint_entries WHERE name = ? AND version = ?", (name, row[0])
                 ).fetchall()
-        return int(row[0]), str(row[1]), [r[0] for r in rows]
+        return self._version(row[0], name, "checkpoint"), self._text(row[1], name, "checkpoint's head"), rows
 
     def compact(self, name: str, min_gap: int) -> bool:
         """See :meth:`lethe.store.Store.compact`."""
         with self._lock, self._reporting():
             conn = self._connection()
+            self._refuse_writes()
             with _writing(conn, self.timeout):
                 version, head = self._head(conn, name)
                 newest = conn.execute("SELECT max(version) FROM checkpoints WHERE name = ?", (name,)).fetchone()[0]
+                newest = self._version(newest, name, "newest checkpoint")
                 if version - newest < min_gap:
                     return False  # nothing written
                 conn.execute("INSERT INTO checkpoints VALUES (?, ?, ?)", (name, version, head))
@@ -415,6 +540,7 @@ class SQLiteStore:
         """See :meth:`lethe.store.Store.drop`: one write transaction."""
         with self._lock, self._reporting():
             conn = self._connection()
+            self._refuse_writes()
             with _writing(conn, self.timeout):
                 removed = sum(
                     conn.execute(f"DELETE FROM {table} WHERE name = ?", (name,)).rowcount
