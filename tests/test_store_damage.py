@@ -911,7 +911,9 @@ def test_versions_past_every_int_an_engine_keeps_are_asked_for_as_any_other(targ
 def test_json_nested_past_what_python_reads_is_a_store_error(target: Target) -> None:
     _, seq = _two(target.store)
     target.put(Slot("row", seq=seq), "[" * 5000 + "]" * 5000)
-    with pytest.raises(StoreError, match=r"entries\[\d\]: nested deeper than JSON can be read"):
+    # Python up to 3.12 cannot read it (RecursionError, refused as too deep); 3.13's parser can,
+    # and the row is then refused for its shape: a StoreError naming it either way.
+    with pytest.raises(StoreError, match=r"entries\[\d\]: (nested deeper than JSON can be read|expected a list)"):
         _cold(target.store)
 
 
