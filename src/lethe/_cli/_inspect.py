@@ -13,16 +13,13 @@ Scores, states and forecasts are the library's own: ``Memory.scored``,
 from __future__ import annotations
 
 import json
-import os
 import re
 import sqlite3
 import sys
 import warnings
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any, Protocol, TextIO
 from urllib.parse import unquote
 
@@ -168,40 +165,6 @@ def is_store(path: str) -> bool:
         raise CLIError(f"{path}: no such file") from None
     except OSError as exc:
         raise CLIError(f"{path}: cannot read: {exc}") from None
-
-
-@contextmanager
-def _untouched(path: str) -> Iterator[None]:
-    """Guards ``SQLiteStore(path)`` while the block runs, so that it writes nothing to the file.
-
-    * ``SQLiteStore`` creates its tables in an SQLite database that has none: such a file is
-      refused here (checked on a read-only connection).
-    * The last connection to close folds a write-ahead log left behind (by a writer that never
-      closed, say one killed) into the file.  When there is such a log, the read-only connection
-      stays open until the block ends: the store's connection is not the last to close, and a
-      read-only one does not fold.  Otherwise it closes first, and the store's connection, the
-      last, removes the side files SQLite made for it.
-
-    Raises:
-        CLIError: an SQLite database without tables, or not one at all.
-    """
-    left_over = os.path.exists(path + "-wal")
-    try:
-        conn = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)
-    except sqlite3.Error as exc:
-        raise CLIError(f"{path}: cannot read: {exc}") from None
-    try:
-        try:
-            tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
-        except sqlite3.Error as exc:
-            raise CLIError(f"{path}: not a lethe store ({exc})") from None
-        if not tables:
-            raise CLIError(f"{path}: not a lethe store (an SQLite database with no tables)")
-        if not left_over:
-            conn.close()
-        yield
-    finally:
-        conn.close()
 
 
 def _stand_in(identity: str | None) -> Callable[[Entry[Any, Any], datetime], float]:
@@ -438,10 +401,13 @@ def read_store(
     to keep trying to reach a server).  ``name`` may be None when the store holds exactly one
     memory.
 
-    Nothing is written: the file must exist (``SQLiteStore`` would create it; :func:`load` checks)
-    and hold tables (see :func:`_untouched`); a PostgreSQL database must hold lethe's tables
-    (``PostgresStore`` would create them); the store is read through :class:`ReadOnly`, after
-    checking that it holds ``name``.
+    Nothing is written: an SQLite file is opened with ``SQLiteStore(path, read_only=True)``, which
+    never writes to it nor folds a write-ahead log left behind into it, reads a file on a
+    read-only volume or in a directory this process cannot write, and refuses a file without
+    lethe's tables (the file must exist: :func:`load` checks); where the directory is writable,
+    SQLite may leave its ``-wal`` and ``-shm`` files beside it, as any reader in WAL mode does.  A
+    PostgreSQL database must hold lethe's tables (``PostgresStore`` would create them); the store
+    is read through :class:`ReadOnly`, after checking that it holds ``name``.
 
     Raises:
         CLIError: no such file, not a lethe store (or a newer one), no such name (the message lists
@@ -452,7 +418,7 @@ def read_store(
     where = shown(path)
     try:
         if server is None:
-            with _untouched(path), SQLiteStore(path) as sqlite:
+            with SQLiteStore(path, read_only=True) as sqlite:
                 return _read(ReadOnly(sqlite), where, name, clock, "")
         store, empty = _server_store(path, server, prefix, timeout)
         try:

@@ -62,6 +62,8 @@ _MAX_VERSION = 10**13 - 1
 _READ_CHUNK = 1000
 #: The most log records one compaction deletes is the larger of this and twice its ``min_gap``.
 _TRIM = 1000
+#: How many checkpoints one call of the drop script removes at most (the caller calls again).
+_DROP_CHUNK = 1000
 
 # What every script that reads a version number starts with.  lethe writes versions as whole
 # numbers of at most 13 digits (exact in Lua's numbers, and written back by Lua as they were
@@ -273,18 +275,25 @@ end
 return made
 """
 
-# Returns how many of the memory's keys there were (0: nothing to drop).  Its checkpoints'
-# copies go too (those the checkpoints key lists, and version 0's).  UNLINK: a large log or
-# entries hash is freed outside the server's main thread.
+# ARGV: most.  Removes the memory's own keys, its configuration and latest version among them (so
+# from the first call on every script and ``config`` find no such memory, and ``_OPEN`` refuses
+# the name while its checkpoints are left), and at most ``most`` of its checkpoints, each with its
+# copies; once none is left, version 0's copies and the checkpoints key.  Returns {how many of the
+# memory's keys there were, 1 if checkpoints are left (call again) or 0}.  UNLINK: a large log or
+# entries hash is freed outside the server's main thread, so a call costs what it removes.
 _DROP = """
 local found = redis.call('EXISTS', unpack(KEYS))
+redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[8], KEYS[9])
 if redis.call('TYPE', KEYS[7])['ok'] == 'zset' then
-  for _, v in ipairs(redis.call('ZRANGE', KEYS[7], 0, -1)) do
+  local some = redis.call('ZRANGE', KEYS[7], 0, tonumber(ARGV[1]) - 1)
+  for _, v in ipairs(some) do
     redis.call('UNLINK', KEYS[7] .. ':' .. v .. ':head', KEYS[7] .. ':' .. v .. ':entries')
   end
+  if #some > 0 then redis.call('ZREM', KEYS[7], unpack(some)) end
+  if redis.call('EXISTS', KEYS[7]) == 1 then return {found, 1} end
 end
-redis.call('UNLINK', KEYS[7] .. ':0:head', KEYS[7] .. ':0:entries', unpack(KEYS))
-return found
+redis.call('UNLINK', KEYS[7] .. ':0:head', KEYS[7] .. ':0:entries', KEYS[7])
+return {found, 0}
 """
 
 #: The longest pause between two tries to reach the server, in seconds.
@@ -357,10 +366,11 @@ class RedisStore:
     type) raises :class:`~lethe.store.StoreError` naming it; a memory whose
     configuration key is gone while the rest of it is not (or its name is
     still listed) is never created afresh over it: :meth:`open` refuses, and
-    :meth:`drop` removes what is left.
+    :meth:`drop` removes what is left, at most 1,000 checkpoints a script call.
 
-    :meth:`drop` removes a memory's keys in one script, then its name from
-    the names set (``prefix:names``, apart from the memory's hash tag).
+    :meth:`drop` removes a memory's keys in script calls of bounded length,
+    then its name from the names set (``prefix:names``, apart from the
+    memory's hash tag): see there for a drop cut off midway.
     After :meth:`close`, every method raises :class:`~lethe.store.StoreError`,
     a thread blocked in :meth:`wait` included.
 
@@ -571,7 +581,7 @@ class RedisStore:
         listed = self._run(lambda: self._client.sismember(self._names, name), name)
         stored = self._script("open", name, config, head, 1 if listed else 0, *pairs)
         if isinstance(stored, int):
-            raise StoreError(config_missing(name))
+            raise StoreError(f"{config_missing(name)} (so does a drop of it cut off midway, or still under way)")
         self._run(lambda: self._client.sadd(self._names, name), name)
         return self._text(stored, name)
 
@@ -732,10 +742,28 @@ class RedisStore:
         return bool(done)
 
     def drop(self, name: str) -> bool:
-        """See :meth:`lethe.store.Store.drop`.  The memory's keys go in one script (its hash tag:
-        one Cluster slot), then its name leaves the names set (another slot, so not in the same
-        instant: a process opening the name while it is dropped may list it again with no keys
-        left, which :meth:`open` then refuses until the name is dropped again)."""
-        existed = self._script("drop", name)
+        """See :meth:`lethe.store.Store.drop`.
+
+        The memory's keys go in script calls (its hash tag: one Cluster slot), each bounded
+        whatever the keys hold: the first removes its configuration, state, log and operation
+        ids at once (UNLINK: freed outside the server's main thread), so from then on every
+        method finds no such memory; each removes at most 1,000 checkpoints, and calls follow
+        until none is left (so O(checkpoints / 1,000) calls, usually one).  Then the name leaves
+        the names set (another slot, so not in the same instant: a process opening the name
+        while it is dropped may list it again with no keys left, which :meth:`open` then
+        refuses until the name is dropped again).
+
+        A drop cut off midway (the process killed, or the server unreachable for ``timeout``
+        seconds: :class:`~lethe.store.StoreError`) leaves the memory absent to every reader and
+        writer, and its name listed in :meth:`names` with checkpoints left: :meth:`open` refuses
+        it (:class:`~lethe.store.StoreError` naming ``drop``) rather than create it afresh beside
+        them, until ``drop(name)`` is called again, which removes the rest.
+        """
+        existed = False
+        more = True
+        while more:
+            found, left = self._script("drop", name, _DROP_CHUNK)
+            existed = existed or int(found) > 0
+            more = bool(left)
         listed = self._run(lambda: self._client.srem(self._names, name), name)
-        return bool(existed or listed)
+        return existed or bool(listed)

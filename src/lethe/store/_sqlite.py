@@ -299,7 +299,10 @@ class SQLiteStore:
             raise StoreError(f"{self.path}: not a lethe store ({exc})") from None
         tables = {name for kind, name in found if kind == "table"}
         if not found and marked:  # an empty database another program has claimed
-            raise StoreError(f"{self.path}: not a lethe store (an SQLite database of another program)")
+            raise StoreError(
+                f"{self.path}: not a lethe store (an SQLite database with no tables, of another program:"
+                " its user_version or application_id is set)"
+            )
         if not found and self.read_only:
             raise StoreError(f"{self.path}: not a lethe store (an SQLite database without tables, read-only)")
         if not found:
