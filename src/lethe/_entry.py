@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, NoReturn, TypeVar
 
 from lethe._clock import UTC, to_us, to_utc
+from lethe._record import (
+    ANY,
+    CLOCK,
+    COUNT,
+    FLAG,
+    GIVEN,
+    INSTANT,
+    KEY,
+    METADATA,
+    OPTION,
+    ORDER,
+    STATE,
+    WEIGHT,
+    changer,
+    declare,
+    fields,
+    fresh_builder,
+)
 from lethe._reprs import short_repr
 from lethe._validate import flag, integer, number
 
@@ -159,163 +177,69 @@ class Entry(Generic[K, V]):
     (0, False, 1.0)
     """
 
-    key: K
-    value: V
-    inserted_at: datetime
-    last_accessed_at: datetime
-    access_count: int = 0
-    pinned: bool = False
-    importance: float = 1.0
+    key: K = field(metadata=declare(KEY, put=GIVEN))
+    value: V = field(metadata=declare(ANY, put=GIVEN))
+    inserted_at: datetime = field(metadata=declare(INSTANT, exact="inserted_us", put=CLOCK))
+    last_accessed_at: datetime = field(metadata=declare(INSTANT, exact="accessed_us", after="inserted_at", put=CLOCK))
+    access_count: int = field(default=0, metadata=declare(COUNT))
+    pinned: bool = field(default=False, metadata=declare(FLAG, put=OPTION))
+    importance: float = field(default=1.0, metadata=declare(WEIGHT, put=OPTION))
     # A factory, not a default: Python 3.10's dataclasses refuse any dict (subclass) default.
-    metadata: Mapping[str, Any] = field(default_factory=lambda: EMPTY_METADATA)
-    summary: Any = None
-    summarized: bool = False
-    expires_at: datetime | None = None
-    seq: int = 0
-    decay_state: Any = None
-    # Exact microsecond counts of the three datetimes, so scoring is float math.
+    metadata: Mapping[str, Any] = field(default_factory=lambda: EMPTY_METADATA, metadata=declare(METADATA, put=OPTION))
+    summary: Any = field(default=None, metadata=declare(ANY))
+    summarized: bool = field(default=False, metadata=declare(FLAG))
+    expires_at: datetime | None = field(default=None, metadata=declare(INSTANT, exact="expires_us", put=OPTION))
+    seq: int = field(default=0, metadata=declare(ORDER, put=GIVEN))
+    decay_state: Any = field(default=None, metadata=declare(STATE))
+    # Exact microsecond counts of the three datetimes, so scoring is float math (derived).
     inserted_us: float = field(default=_NAN, repr=False, compare=False)
     accessed_us: float = field(default=_NAN, repr=False, compare=False)
     expires_us: float | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         setattr_ = object.__setattr__
-        setattr_(self, "inserted_us", to_us(self.inserted_at, "inserted_at"))
-        setattr_(self, "accessed_us", to_us(self.last_accessed_at, "last_accessed_at"))
-        expires = self.expires_at
-        setattr_(self, "expires_us", None if expires is None else to_us(expires, "expires_at"))
-        # Held as UTC: datetimes of a zone with daylight saving time compare by wall clock.
-        for name in ("inserted_at", "last_accessed_at", "expires_at"):
-            moment = getattr(self, name)
-            if moment is not None and moment.tzinfo is not UTC:
-                setattr_(self, name, to_utc(moment, name))
-        if not self.accessed_us >= self.inserted_us:
-            raise ValueError(
-                f"last_accessed_at ({self.last_accessed_at.isoformat()}) is earlier than "
-                f"inserted_at ({self.inserted_at.isoformat()})"
-            )
-        setattr_(self, "metadata", freeze_metadata(self.metadata))
-        setattr_(self, "importance", check_importance(self.importance))
-        flag(self.pinned, "pinned")
-        flag(self.summarized, "summarized")
-        integer(self.seq, "seq", low=0)
-        within = "an int from 0 to 2**53"
-        integer(
-            self.access_count,
-            "access_count",
-            low=0,
-            high=MAX_COUNT,
-            kind=within,
-            low_text=within,
-            high_text="2**53",
-            wrong_type=ValueError,
-        )
+        for f in fields(type(self)):
+            value = getattr(self, f.name)
+            if f.exact is not None:  # an instant
+                if value is None and f.default is None:
+                    setattr_(self, f.exact, None)
+                    continue
+                setattr_(self, f.exact, to_us(value, f.name))
+                # Held as UTC: datetimes of a zone with daylight saving time compare by wall clock.
+                if value.tzinfo is not UTC:
+                    setattr_(self, f.name, to_utc(value, f.name))
+            else:
+                accept = _ACCEPT.get(f.kind)
+                if accept is not None:
+                    setattr_(self, f.name, accept(value, f.name))
+        for f in fields(type(self)):
+            if f.after is not None and f.exact is not None:
+                after = getattr(self, f.after)
+                if not getattr(self, f.exact) >= to_us(after, f.after):
+                    moment = getattr(self, f.name)
+                    raise ValueError(f"{f.name} ({moment.isoformat()}) is earlier than {f.after} ({after.isoformat()})")
 
 
-# Building entries on the hot path: object.__new__ plus the slots' own setters
-# is about four times cheaper than dataclasses.replace (which re-runs __init__).
-_new = object.__new__
-_d = Entry.__dict__
-_set_key = _d["key"].__set__
-_set_value = _d["value"].__set__
-_set_inserted_at = _d["inserted_at"].__set__
-_set_last_accessed_at = _d["last_accessed_at"].__set__
-_set_access_count = _d["access_count"].__set__
-_set_pinned = _d["pinned"].__set__
-_set_importance = _d["importance"].__set__
-_set_metadata = _d["metadata"].__set__
-_set_summary = _d["summary"].__set__
-_set_summarized = _d["summarized"].__set__
-_set_expires_at = _d["expires_at"].__set__
-_set_seq = _d["seq"].__set__
-_set_decay_state = _d["decay_state"].__set__
-_set_inserted_us = _d["inserted_us"].__set__
-_set_accessed_us = _d["accessed_us"].__set__
-_set_expires_us = _d["expires_us"].__set__
-del _d
+_WITHIN = "an int from 0 to 2**53"
+#: How the constructor checks (and normalizes) a field of each kind; kinds not here are taken as given.
+_ACCEPT: dict[str, Callable[[Any, str], Any]] = {
+    COUNT: lambda value, name: integer(
+        value, name, low=0, high=MAX_COUNT, kind=_WITHIN, low_text=_WITHIN, high_text="2**53", wrong_type=ValueError
+    ),
+    ORDER: lambda value, name: integer(value, name, low=0),
+    FLAG: flag,
+    WEIGHT: lambda value, name: number(value, name, low=0),
+    METADATA: lambda value, name: freeze_metadata(value),
+}
 
-
-def make_entry(
-    key: Any,
-    value: Any,
-    inserted_at: datetime,
-    last_accessed_at: datetime,
-    access_count: int,
-    pinned: bool,
-    importance: float,
-    metadata: FrozenDict,
-    summary: Any,
-    summarized: bool,
-    expires_at: datetime | None,
-    seq: int,
-    decay_state: Any,
-    inserted_us: float,
-    accessed_us: float,
-    expires_us: float | None,
-) -> Entry[Any, Any]:
-    """Build an entry from already-validated fields, bypassing ``__init__``."""
-    e: Entry[Any, Any] = _new(Entry)
-    _set_key(e, key)
-    _set_value(e, value)
-    _set_inserted_at(e, inserted_at)
-    _set_last_accessed_at(e, last_accessed_at)
-    _set_access_count(e, access_count)
-    _set_pinned(e, pinned)
-    _set_importance(e, importance)
-    _set_metadata(e, metadata)
-    _set_summary(e, summary)
-    _set_summarized(e, summarized)
-    _set_expires_at(e, expires_at)
-    _set_seq(e, seq)
-    _set_decay_state(e, decay_state)
-    _set_inserted_us(e, inserted_us)
-    _set_accessed_us(e, accessed_us)
-    _set_expires_us(e, expires_us)
-    return e
-
-
-def evolve(e: Entry[Any, Any], **changes: Any) -> Entry[Any, Any]:
-    """A copy of ``e`` with ``changes`` (already validated), bypassing ``__init__``."""
-    fields = {
-        "key": e.key,
-        "value": e.value,
-        "inserted_at": e.inserted_at,
-        "last_accessed_at": e.last_accessed_at,
-        "access_count": e.access_count,
-        "pinned": e.pinned,
-        "importance": e.importance,
-        "metadata": e.metadata,
-        "summary": e.summary,
-        "summarized": e.summarized,
-        "expires_at": e.expires_at,
-        "seq": e.seq,
-        "decay_state": e.decay_state,
-        "inserted_us": e.inserted_us,
-        "accessed_us": e.accessed_us,
-        "expires_us": e.expires_us,
-    }
-    fields.update(changes)
-    return make_entry(**fields)
+#: ``new_entry(key, value, seq, (now, now_us), (pinned, importance, metadata, expires_at, expires_us))``:
+#: a new entry, as a put makes it (compiled from the declaration; nothing checked).
+new_entry = fresh_builder(Entry)
+_rehearsed = changer(Entry, ("last_accessed_at", "accessed_us", "access_count", "decay_state"))
 
 
 def rehearsed(e: Entry[Any, Any], now: datetime, now_us: float, state: Any) -> Entry[Any, Any]:
     """``e`` after a rehearsal at ``now``: fresh access time, one more access."""
-    r: Entry[Any, Any] = _new(Entry)
-    _set_key(r, e.key)
-    _set_value(r, e.value)
-    _set_inserted_at(r, e.inserted_at)
-    _set_last_accessed_at(r, now)
     count = e.access_count
-    _set_access_count(r, count + 1 if count < MAX_COUNT else count)
-    _set_pinned(r, e.pinned)
-    _set_importance(r, e.importance)
-    _set_metadata(r, e.metadata)
-    _set_summary(r, e.summary)
-    _set_summarized(r, e.summarized)
-    _set_expires_at(r, e.expires_at)
-    _set_seq(r, e.seq)
-    _set_decay_state(r, state)
-    _set_inserted_us(r, e.inserted_us)
-    _set_accessed_us(r, now_us)
-    _set_expires_us(r, e.expires_us)
+    r: Entry[Any, Any] = _rehearsed(e, now, now_us, count + 1 if count < MAX_COUNT else count, state)
     return r

@@ -17,20 +17,14 @@ from lethe._clock import MAX_US, UTC, aware_us, from_us, to_us, to_utc, utc_now
 from lethe._config import FIELDS, ONE_HOUR, Config, build
 from lethe._consolidate import find_groups, jaccard_words, merge_group
 from lethe._edit import Edit
-from lethe._entry import (
-    Entry,
-    check_importance,
-    evolve,
-    freeze_metadata,
-    make_entry,
-    rehearsed,
-)
+from lethe._entry import Entry, check_importance, freeze_metadata, new_entry, rehearsed
 from lethe._errors import MemoryFullError, SummarizeError
 from lethe._expiry import expired as _expired
 from lethe._gc import paused
 from lethe._hooks import closed_if_awaitable
 from lethe._map import EMPTY, PersistentMap
 from lethe._ranking import Ranking, rank
+from lethe._record import evolve
 from lethe._reprs import short_repr
 from lethe._scoring import clamp
 from lethe._serialize import memory_from_dict, memory_to_dict
@@ -450,7 +444,6 @@ class Memory(_Version[K, V]):
         now, now_us = self._now()
         return self._ranking.ranked(self._entries, self._config.scorer, now, now_us)
 
-
     def keys(self) -> KeysView[K]:
         """A set-like view of the keys at this moment (membership in O(log n); order unspecified).
 
@@ -778,6 +771,7 @@ class Memory(_Version[K, V]):
         entries = edit.entries
         fresh: dict[Any, Entry[K, V]] = {}
         next_key, seq = self._next_key, self._next_seq
+        stamp, options = (now, now_us), (pinned, imp, meta, expires, deadline_us)
         with paused():  # new entries, all of them kept: nothing for the collector to find
             for key, value in pairs:
                 if key is None:
@@ -785,10 +779,8 @@ class Memory(_Version[K, V]):
                         next_key += 1
                     key = next_key
                     next_key += 1
-                fresh[key] = make_entry(  # a repeated key: the later put replaces it (with the later seq)
-                    key, value, now, now, 0, pinned, imp, meta, None, False, expires, seq, None, now_us, now_us,
-                    deadline_us,
-                )
+                # A repeated key: the later put replaces it (with the later seq).
+                fresh[key] = new_entry(key, value, seq, stamp, options)
                 seq += 1
         replaced = [e for e in map(entries.get, fresh) if e is not None]
         # Equal keys of different types (1 and True) keep the later one: the chain does that.
@@ -863,9 +855,7 @@ class Memory(_Version[K, V]):
             key = next_key
             next_key += 1
         seq = self._next_seq
-        entry = make_entry(
-            key, value, now, now, 0, pinned, imp, meta, None, False, expires, seq, None, now_us, now_us, deadline_us
-        )
+        entry = new_entry(key, value, seq, (now, now_us), (pinned, imp, meta, expires, deadline_us))
         old = entries.get(key)
         if old is not None:
             edit.replace(old, entry)
@@ -1042,9 +1032,7 @@ class Memory(_Version[K, V]):
         entries = self._entries
         summarize_below = self._config.summarize_threshold if self._config.summarize_fn is not None else -1.0
         evict_below = self._config.eviction_threshold
-        candidates = self._ranking.below(
-            entries, self._config.scorer, max(summarize_below, evict_below), now, now_us
-        )
+        candidates = self._ranking.below(entries, self._config.scorer, max(summarize_below, evict_below), now, now_us)
         due = _expiry.due(self._deadlines, now_us) if self._deadlines else None
         if due:  # past their deadline, whatever their score
             seen = {e.seq for e in candidates}
@@ -1172,9 +1160,7 @@ class Memory(_Version[K, V]):
         now, now_us = self._now()
         ranked, _scores = self._ranked(now, now_us)
         candidates = [e for e in ranked if not e.pinned]
-        groups = [
-            tuple(candidates[i] for i in sorted(g)) for g in find_groups(candidates, similarity, t, min_group)
-        ]
+        groups = [tuple(candidates[i] for i in sorted(g)) for g in find_groups(candidates, similarity, t, min_group)]
         edit, gone = self._unexpired(now_us)
         if not groups and not gone:
             return self._unchanged(), []

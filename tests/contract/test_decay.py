@@ -3,12 +3,16 @@
 Every decay function is pure, scores a memory can use in 0..1, starts at its
 promised fresh score, never rises without a rehearsal (and a rehearsal never
 lowers it), keeps a ``decay_state`` that survives JSON, round-trips through
-the registry and pickle, has equality, hash and repr that agree, and forecasts
-(``time_until``) what it scores.
+the registry and pickle, has equality, hash and repr that agree, forecasts
+(``time_until``) what it scores, and declares how its state moves in time
+(``moved_state``), so a memory moved with ``Memory.from_dict(shift_to=...)``
+scores as the original did.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
 import math
 import pickle
@@ -21,8 +25,11 @@ from hypothesis import strategies as st
 
 from lethe import Entry, Memory
 from lethe.decay import BUILTINS, DecayFunction, from_dict
+from lethe.decay._adapter import is_builtin, moved_state
+from lethe.decay._base import Param, Stateful
 
 from .._support import (
+    BY_ID,
     DAY,
     HOUR,
     METADATA,
@@ -33,6 +40,7 @@ from .._support import (
     entry,
     fake_clock,
     memory_score,
+    parts,
 )
 
 BUILT = [m for m in MODELS if m.builtin]
@@ -215,6 +223,46 @@ class TestEveryModel:
             with pytest.raises(AttributeError):
                 setattr(fn, param.name, 3)
 
+    @given(life=lives, seconds=st.integers(-3650 * 86_400, 3650 * 86_400))
+    def test_state_moves_in_time_and_back(self, model: Model, life: dict[str, Any], seconds: int) -> None:
+        """``moved_state`` by ``t + d`` then ``t - d`` (or by identity) is the state itself; every
+        instant it moves is one of the entry's accesses; and the entry moved by ``d`` with its
+        moved state scores at ``now + d`` as the original at ``now`` (a state holding an instant
+        its model does not declare would score differently)."""
+        fn = model.make()
+        e = lived(fn, **life)
+        state = e.decay_state
+        d = seconds * 1e6
+        seen: list[float] = []
+
+        def there(t: float) -> float:
+            seen.append(t)
+            return t + d
+
+        def unmoved(custom_state: Any) -> Any:
+            return custom_state
+
+        assert moved_state(fn, state, lambda t: t, unmoved) == state
+        moved = moved_state(fn, state, there, unmoved)
+        back = moved_state(fn, moved, lambda t: t - d, unmoved)
+        assert back == state
+        assert type(back) is type(state)
+        if state is None:
+            assert moved is None
+        accesses = {e.inserted_us + gap * 1e6 for gap in itertools.accumulate([0, *life["gaps"]])}
+        assert set(seen) <= accesses
+        if seen and seconds:
+            assert moved != state
+        delta = timedelta(seconds=seconds)
+        shifted = dataclasses.replace(
+            e, inserted_at=e.inserted_at + delta, last_accessed_at=e.last_accessed_at + delta, decay_state=moved
+        )
+        for offset in (0, 1, 3600, 10 * 86_400):
+            now = e.last_accessed_at + timedelta(seconds=offset)
+            assert memory_score(fn, shifted, now + delta) == pytest.approx(
+                memory_score(fn, e, now), rel=1e-12, abs=1e-300
+            )
+
     @given(life=lives, level=st.floats(0.01, 0.99))
     def test_time_until_agrees_with_score(self, model: Model, life: dict[str, Any], level: float) -> None:
         fn = model.make()
@@ -283,3 +331,141 @@ def test_the_memory_keeps_the_model_through_json(model: Model) -> None:
         assert back.peek(key).decay_state == mem.peek(key).decay_state
         assert back.score(key) == mem.score(key)
     assert pickle.loads(pickle.dumps(mem)).score(1) == mem.score(1)
+
+
+# -- a stateful model declares how its state moves in time ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model_id", "kind"),
+    [
+        ("actr", None),
+        ("actr/history=3", None),
+        ("product/includes_importance", None),
+        ("by_metadata", "b"),
+        ("by_metadata/nested", "a"),
+        ("by_metadata/nested", None),
+    ],
+)
+def test_a_state_of_access_times_moves(model_id: str, kind: str | None) -> None:
+    """Where the state keeps ACT-R access times (at any depth), they are the instants that move."""
+    fn = BY_ID[model_id].make()
+    e = lived(fn, 1.0, {} if kind is None else {"kind": kind}, [60, 3600, 86_400])
+    seen: list[float] = []
+
+    def later(t: float) -> float:
+        seen.append(t)
+        return t + 1e6
+
+    moved = moved_state(fn, e.decay_state, later, lambda state: state)
+    assert seen
+    assert moved != e.decay_state
+    assert set(seen) <= {e.inserted_us + s * 1e6 for s in (0, 60, 3660, 90_060)}
+    assert e.last_accessed_at == START + timedelta(seconds=90_060)
+
+
+@pytest.mark.parametrize("model_id", ["fsrs", "by_metadata"])
+def test_a_state_without_instants_stays_as_is(model_id: str) -> None:
+    fn = BY_ID[model_id].make()
+    e = lived(fn, 1.0, {"kind": "a"}, [60, 3600])
+    assert e.decay_state is not None
+
+    def nowhere(t: float) -> float:
+        raise AssertionError("FSRS's (S, D) holds no instant")
+
+    assert moved_state(fn, e.decay_state, nowhere, lambda state: state) == e.decay_state
+
+
+def test_a_custom_functions_state_goes_to_custom() -> None:
+    seen: list[Any] = []
+
+    def custom(state: Any) -> Any:
+        seen.append(state)
+        return "moved"
+
+    assert moved_state(lambda entry, now: 1.0, 7, lambda t: t, custom) == "moved"
+    assert seen == [7]
+    assert moved_state(lambda entry, now: 1.0, None, lambda t: t, custom) is None
+    assert seen == [7]
+
+
+def test_every_stateful_builtin_declares_how_its_state_moves() -> None:
+    """A built-in that keeps a state is a ``Stateful`` (so it declares ``moved_state``), and a
+    stateless one declares nothing to move."""
+    for model in BUILT:
+        for fn in parts(model.make()):
+            if not is_builtin(fn):
+                continue
+            keeps = hasattr(fn, "_rehearse") or hasattr(fn, "rehearse") or hasattr(fn, "dump_state")
+            assert keeps == isinstance(fn, Stateful), fn
+            assert keeps == hasattr(fn, "moved_state"), fn
+
+
+def test_a_stateful_model_without_the_declaration_is_refused() -> None:
+    with pytest.raises(TypeError, match=r"Forgetful keeps a decay_state.*moved_state"):
+
+        class Forgetful(Stateful):
+            name = "forgetful"
+            params = (Param("x", lambda value, name: value),)
+            __slots__ = ("x",)
+
+            def __init__(self, x: float = 1.0) -> None:
+                self._init(x)
+
+            def _raw(self, entry: Entry[Any, Any], now_us: float) -> float:
+                return 1.0
+
+            def _rehearse(self, entry: Entry[Any, Any], now_us: float) -> Any:
+                return (now_us,)
+
+    class Unnamed(Stateful):
+        """Without a name, the class is made; an instance is not."""
+
+        __slots__ = ()
+
+        def _raw(self, entry: Entry[Any, Any], now_us: float) -> float:
+            return 1.0
+
+        def _rehearse(self, entry: Entry[Any, Any], now_us: float) -> Any:
+            return (now_us,)
+
+    with pytest.raises(TypeError, match="moved_state"):
+        Unnamed()  # type: ignore[abstract]
+
+
+SHIFTS = [timedelta(days=-400, seconds=7), timedelta(days=3000, microseconds=250)]
+
+
+@pytest.mark.parametrize("shift", SHIFTS, ids=["back", "ahead"])
+@pytest.mark.parametrize("model", MODELS, ids=MODEL_IDS)
+def test_shift_to_keeps_every_entrys_age_and_score(model: Model, shift: timedelta) -> None:
+    """``Memory.from_dict(shift_to=...)`` of a memory rehearsed several times: every entry moves
+    by the one delta, and scores at the shifted now as the original at its own now."""
+    fn = model.make()
+    clock = fake_clock()
+    mem: Memory[Any, Any] = Memory(decay_fn=fn, clock_fn=clock)
+    for i, meta in enumerate(METADATA):
+        mem = mem.put(f"v{i}", key=i, importance=(0.3, 1.0, 2.5, 0.7)[i], metadata=meta)
+        clock.advance(600 * i + 1)
+    for gap in (60, 3600, 2 * 86_400, 7, 5 * 86_400):
+        clock.advance(gap)
+        for key in range(len(METADATA)):
+            if key != gap % len(METADATA):
+                mem = mem.touch(key)
+    data = json.loads(json.dumps(mem.to_dict()))
+    assert data["latest"] == clock.now.isoformat()  # shift_to moves the latest reading to target
+    target = clock.now + shift
+    present = fake_clock(target)
+    back: Memory[Any, Any] = Memory.from_dict(
+        data, clock_fn=present, shift_to=target, decay_fn=None if model.builtin else fn
+    )
+    assert len(back) == len(mem)
+    for key in range(len(METADATA)):
+        e, b = mem.peek(key), back.peek(key)
+        assert (b.inserted_at, b.last_accessed_at) == (e.inserted_at + shift, e.last_accessed_at + shift)
+        assert b.access_count == e.access_count
+    for step in (0, 1, 3600, 30 * 86_400):
+        clock.set(target - shift + timedelta(seconds=step))
+        present.set(target + timedelta(seconds=step))
+        for key in range(len(METADATA)):
+            assert back.score(key) == pytest.approx(mem.score(key), rel=1e-9, abs=1e-300), (key, step)

@@ -36,6 +36,7 @@ __all__ = [
     "dumped_state",
     "identity",
     "is_builtin",
+    "moved_state",
     "name_of",
     "part_dict",
     "state_loader",
@@ -232,6 +233,37 @@ def state_loader(fn: object) -> Callable[[object], Any] | None:
     """``fn.load_state``, or None when ``fn`` has none."""
     load = getattr(fn, "load_state", None)
     return load if callable(load) else None
+
+
+def moved_state(fn: Any, state: Any, move: Callable[[float], float], custom: Callable[[Any], Any]) -> Any:
+    """``state`` (``fn``'s ``decay_state``) with ``move`` applied to every instant it holds.
+
+    Each of lethe's stateful models declares which instants its state holds
+    (``moved_state``: ACT-R its access times, a combinator its parts' states,
+    FSRS none); a stateless built-in holds none.  A function that is not
+    lethe's own keeps a state lethe cannot look into: it goes to ``custom``.
+
+    Args:
+        fn: The decay function that wrote ``state``.
+        state: Its ``decay_state``; None stays None.
+        move: An instant (microseconds since the epoch) to its new value; it may raise.
+        custom: A custom function's state to its new value; it may raise.
+
+    Returns:
+        The moved state.
+
+    >>> from lethe.decay import ACTR
+    >>> moved_state(ACTR(), (1e6,), lambda t: t + 5.0, lambda state: state)
+    (1000005.0,)
+    >>> moved_state(lambda entry, now: 1.0, 7, lambda t: t, lambda state: -state)
+    -7
+    """
+    if state is None:
+        return None
+    if not is_builtin(fn):
+        return custom(state)
+    declared = getattr(fn, "moved_state", None)
+    return state if declared is None else declared(state, move, custom)
 
 
 def name_of(fn: object) -> str | None:

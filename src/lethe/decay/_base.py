@@ -20,6 +20,10 @@ else from that declaration:
 * ``score(entry, now)`` (and ``rehearse`` for :class:`Stateful` models) over
   the model's float fast path ``_raw(entry, now_us)``.
 
+A :class:`Stateful` model also declares, beside ``dump_state`` and
+``load_state``, how its ``decay_state`` moves in time
+(:meth:`Stateful.moved_state`): which instants it holds, if any.
+
 So every model's class body has one shape on purpose (a doctest, ``name``,
 ``params``, ``__slots__`` and a typed ``__init__`` that calls ``_init``): it
 is the declaration itself, and a duplicate finder pairs such bodies (for
@@ -275,9 +279,50 @@ def _restore(cls: type[Model], values: tuple[Any, ...]) -> Model:
 
 
 class Stateful(Model):
-    """A model that keeps a per-entry ``decay_state``: ``rehearse`` over its fast path ``_rehearse``."""
+    """A model that keeps a per-entry ``decay_state``: ``rehearse`` over its fast path ``_rehearse``.
+
+    Each one declares how its state moves in time (:meth:`moved_state`): the
+    instants it holds, or none.  ``Memory.from_dict(..., shift_to=...)`` moves
+    them with the rest of the document, and ``from_dict`` checks each against
+    the entry's lifetime.  Forgetting the declaration is impossible:
+    :meth:`moved_state` is abstract, and a class that names itself (``name``)
+    without defining it is refused when it is created.
+    """
 
     __slots__ = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__ and getattr(cls.moved_state, "__isabstractmethod__", False):
+            raise TypeError(
+                f"{cls.__name__} keeps a decay_state: declare how it moves in time "
+                "(moved_state; return the state as is when it holds no instant)"
+            )
+
+    @abstractmethod
+    def moved_state(self, state: Any, move: Callable[[float], float], custom: Callable[[Any], Any]) -> Any:
+        """``state`` with ``move`` applied to every instant it holds: how the state moves in time.
+
+        ``Memory.from_dict(..., shift_to=...)`` passes a ``move`` that adds one
+        delta to every instant; ``from_dict`` passes one that checks each
+        instant lies within the entry's lifetime.  Call it through
+        :func:`lethe.decay._adapter.moved_state`, which also handles a None
+        state and functions that are not lethe's own.
+
+        Args:
+            state: A ``decay_state`` this model wrote (not None).
+            move: An instant (microseconds since the epoch) to its new value; it may raise.
+            custom: The state of a part lethe cannot look into (a custom decay
+                function inside a combinator) to its new value; it may raise.
+
+        Returns:
+            The state with every instant moved, of the same type; ``state``
+            itself when it holds no instant (FSRS's ``(S, D)``).
+
+        >>> from lethe.decay import ACTR
+        >>> ACTR().moved_state((1e6, 2e6), lambda t: t + 5.0, lambda state: state)
+        (1000005.0, 2000005.0)
+        """
 
     @abstractmethod
     def _rehearse(self, entry: Entry[Any, Any], now_us: float) -> Any:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, ClassVar
@@ -294,6 +294,12 @@ class ACTR(Stateful):
     def merge_states(self, entries: Sequence[Entry[Any, Any]]) -> tuple[float, ...]:
         """One access history for entries merged by consolidation: the most recent times of all."""
         return tuple(sorted(t for e in entries for t in self._times(e)))[-self.history :]
+
+    def moved_state(
+        self, state: tuple[float, ...], move: Callable[[float], float], custom: Callable[[Any], Any]
+    ) -> tuple[float, ...]:
+        """``decay_state`` moved in time: every recent access time moved by ``move``."""
+        return tuple(move(t) for t in state)
 
     def dump_state(self, state: tuple[float, ...]) -> list[float]:
         """``decay_state`` as JSON: the recent access times in microseconds."""

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from datetime import timedelta
 from functools import partial
 from typing import Any, ClassVar
 
-from lethe._entry import Entry, evolve
+from lethe._entry import Entry
+from lethe._record import evolve
 from lethe._reprs import short_repr
 from lethe._validate import duration, is_int, number, text
-from lethe.decay._adapter import Adapter, check_decay_function, part_dict
+from lethe.decay._adapter import Adapter, check_decay_function, moved_state, part_dict
 from lethe.decay._base import Load, Model, Param, Stateful
 from lethe.decay._classic import Exponential
 from lethe.decay._field import StabilityExponential
@@ -114,6 +115,12 @@ class _Children(Stateful):
     def _rehearse(self, entry: Entry[Any, Any], now_us: float) -> ChildStates:
         states = self._states(entry)
         return ChildStates(_rehearsed(part, _view(entry, st), now_us) for part, st in zip(self._parts, states))
+
+    def moved_state(
+        self, state: ChildStates, move: Callable[[float], float], custom: Callable[[Any], Any]
+    ) -> ChildStates:
+        """``decay_state`` moved in time: each part's state moved as that part declares."""
+        return ChildStates(moved_state(fn, st, move, custom) for fn, st in zip(self._children(), state))
 
     def dump_state(self, state: ChildStates) -> list[Any]:
         """``decay_state`` as JSON: a list of the parts' dumped states."""
@@ -392,6 +399,10 @@ class ByMetadata(Stateful):
 
     def _fn_at(self, index: int) -> Any:
         return self._part_at(index).fn
+
+    def moved_state(self, state: Picked, move: Callable[[float], float], custom: Callable[[Any], Any]) -> Picked:
+        """``decay_state`` moved in time: the chosen part's state moved as that part declares."""
+        return Picked((state[0], moved_state(self._fn_at(state[0]), state[1], move, custom)))
 
     def dump_state(self, state: Picked) -> list[Any]:
         """``decay_state`` as JSON: ``[choice index, dumped child state]``."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from lethe._entry import Entry
@@ -212,6 +212,12 @@ class FSRS(Stateful):
             return s * (math.pow(score, -1.0 / self._decay) - 1.0) / self._factor * 86_400.0
         except OverflowError:  # too far to be a float: beyond any representable time
             return math.inf
+
+    def moved_state(
+        self, state: tuple[float, float], move: Callable[[float], float], custom: Callable[[Any], Any]
+    ) -> tuple[float, float]:
+        """``decay_state`` moved in time: ``(S, D)`` holds no instant, so the state as is."""
+        return state
 
     def dump_state(self, state: tuple[float, float]) -> list[float]:
         """``decay_state`` as JSON: ``[S, D]``."""

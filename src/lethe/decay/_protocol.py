@@ -71,6 +71,10 @@ class DecayFunction(Protocol):
         as its own (``Memory.half_life``).
     ``dump_state(state)``, ``load_state(data)``
         ``decay_state`` to JSON and back, for :meth:`~lethe.Memory.to_dict`.
+        lethe's own stateful models also declare ``moved_state(state, move,
+        custom)``: how their state moves in time, for
+        ``Memory.from_dict(..., shift_to=...)`` and the checks ``from_dict``
+        makes.  A custom function's state is opaque: ``shift_to`` refuses it.
     ``merge_states(entries) -> state``
         One ``decay_state`` for entries merged by :meth:`~lethe.Memory.consolidate`.
 

@@ -44,44 +44,23 @@ from operator import attrgetter, itemgetter
 from typing import Any
 
 from lethe._change import Change
-from lethe._clock import UTC, exact_us, from_us, to_us
+from lethe._clock import exact_us
+from lethe._codec import ENTRY, checked_int, checked_key, encode_key, reading, row_time
 from lethe._entry import Entry, FrozenDict
 from lethe._map import EMPTY
+from lethe._record import compiled
 from lethe._reprs import short_repr
-from lethe._serialize import (
-    Moment,
-    check_entries,
-    checked_entry,
-    checked_int,
-    checked_key,
-    encode_key,
-)
+from lethe._serialize import check_entries
 from lethe._snapshot import Snapshot
-from lethe.decay._adapter import dumped_state, state_loader
+from lethe.decay._adapter import state_loader
 
-#: The fields of a row, in order.
-ROW = (
-    "seq",
-    "key",
-    "value",
-    "inserted_us",
-    "accessed_us",
-    "access_count",
-    "pinned",
-    "importance",
-    "metadata",
-    "summary",
-    "summarized",
-    "expires_us",
-    "decay_state",
-)
+#: The fields of a row, in order (its instants by their exact microseconds).
+ROW = ENTRY.row_names
 _RECORD_FIELDS = frozenset({"head", "written", "removed", "evicted"})
 _CHAINED_FIELDS = _RECORD_FIELDS | {"prev", "config", "was"}
 #: The counters of a head are at most this, and every put order is below it: the engines key
 #: rows by put order in a 64-bit int (SQLite's INTEGER, PostgreSQL's BIGINT).
 SEQ_END = 2**63
-_LOW_US = int(to_us(datetime.min.replace(tzinfo=UTC)))
-_HIGH_US = int(to_us(datetime.max.replace(tzinfo=UTC)))
 
 
 # Compact JSON (``NaN`` and infinities allowed, as ``to_dict`` values may hold them); one
@@ -219,6 +198,16 @@ def _unkept(name: str, value: Any) -> str | None:
     return None
 
 
+_to_row = ENTRY.to_row
+_from_row = ENTRY.from_row
+_STATE_AT = ROW.index("decay_state")
+#: ``_free_kept(e)``: whether JSON gives back exactly what the caller gave in ``e`` (its value,
+#: summary, metadata: the fields the declaration stores as they are), tested field by field.
+_free_kept = compiled(
+    f"def kept(e):\n    return {' and '.join(f'_kept(e.{name})' for name in ENTRY.free)}\n", {"_kept": _kept}, "kept"
+)
+
+
 def row(e: Entry[Any, Any], decay_fn: Any) -> str:
     """``e`` as a row.
 
@@ -231,30 +220,14 @@ def row(e: Entry[Any, Any], decay_fn: Any) -> str:
         ValueError: the key, or something in the entry, that JSON cannot write or would give
             back as something else (naming the key and the place, ``value[2]['a']``).
     """
-    state = dumped_state(decay_fn, e.decay_state)
-    data = [
-        e.seq,
-        encode_key(e.key),
-        e.value,
-        exact_us(e.inserted_at),
-        exact_us(e.last_accessed_at),
-        e.access_count,
-        e.pinned,
-        e.importance,
-        e.metadata,
-        e.summary,
-        e.summarized,
-        None if e.expires_at is None else exact_us(e.expires_at),
-        state,
-    ]
+    data = _to_row(e, decay_fn, None)
+    state = data[_STATE_AT]
     try:
         text = dumps(data)
     except (TypeError, ValueError, RecursionError) as exc:  # (nested deeper than json can go)
         raise ValueError(_culprit(e, state, decay_fn) or _unwritable(e, exc)) from None
     if (
-        _kept(e.value)
-        and _kept(e.summary)
-        and (not e.metadata or _kept(e.metadata))
+        _free_kept(e)
         and (state is None or state_loader(decay_fn) is not None or _kept(state))
         # A NaN reads back as a NaN, which equals no other: the text shows one at C speed.
         and ("NaN" not in text or _culprit(e, state, decay_fn) is None)
@@ -265,7 +238,7 @@ def row(e: Entry[Any, Any], decay_fn: Any) -> str:
 
 def _culprit(e: Entry[Any, Any], state: Any, decay_fn: Any) -> str | None:
     """Why ``e`` cannot be a row, naming its key and the place; None when nothing in it is refused."""
-    parts = [("value", e.value), ("metadata", e.metadata), ("summary", e.summary)]
+    parts = [(name, getattr(e, name)) for name in ENTRY.free]
     if state_loader(decay_fn) is None:
         parts.append(("decay_state", state))
     for name, part in parts:
@@ -344,47 +317,23 @@ def configured(text: str) -> tuple[dict[str, Any], dict[str, Any] | None] | None
 # -- reading ----------------------------------------------------------------
 
 
-def _moment(value: Any, field: str) -> Moment:
-    if type(value) is not int or not _LOW_US <= value <= _HIGH_US:
-        raise ValueError(f"{field}: expected microseconds since 1970 within the datetime range, got {value!r}")
-    return from_us(value), float(value)
-
-
 def entry(raw: Any, decay_fn: Any) -> Entry[Any, Any]:
     """The entry a row (parsed) holds.
 
     Raises:
         ValueError: a field is malformed (the message starts with "." and the field's name).
     """
-    if type(raw) is not list or len(raw) != len(ROW):
-        raise ValueError(f": expected a list of {len(ROW)} fields, got {str(raw)[:80]}")
-    seq, key, value, inserted, accessed, count, pinned, importance, metadata, summary, summarized, expires, state = raw
-    return checked_entry(
-        ".",
-        key,
-        value,
-        _moment(inserted, ".inserted_us"),
-        _moment(accessed, ".accessed_us"),
-        count,
-        pinned,
-        importance,
-        metadata,
-        summary,
-        summarized,
-        None if expires is None else _moment(expires, ".expires_us"),
-        seq,
-        state,
-        decay_fn,
-        True,
-    )
+    read: Entry[Any, Any] = _from_row(raw, ".", reading(decay_fn))
+    return read
 
 
 def _entries(raws: Sequence[Any], where: str, decay_fn: Any, first: int = 0) -> list[Entry[Any, Any]]:
     """The entries of parsed rows, the i-th named ``where[first + i]`` in an error (built only then)."""
     out = []
+    read, how = _from_row, reading(decay_fn)
     try:
         for raw in raws:
-            out.append(entry(raw, decay_fn))
+            out.append(read(raw, ".", how))
     except ValueError as exc:  # its message starts with "." and the field, or ":"
         raise ValueError(f"{where}[{first + len(out)}]{exc}") from None
     return out
@@ -465,7 +414,7 @@ def _head(raw: Any) -> tuple[int, int, datetime | None, float, str | None]:
     next_seq = checked_int(next_seq, "head.next_seq", SEQ_END)
     if latest is None:
         return next_key, next_seq, None, -math.inf, tip
-    moment, us = _moment(latest, "head.latest")
+    moment, us = row_time(latest, "head.latest")
     return next_key, next_seq, moment, us, tip
 
 
@@ -505,7 +454,9 @@ def snapshot(
         built += _entries(_parsed_rows(rows, start), "entries", decay_fn, start)
     check_entries(built, next_seq, latest, latest_us, decay_fn)  # (every seq below next_seq <= SEQ_END)
     _check_keyed(rows, built)
-    return Snapshot(EMPTY.update({e.key: e for e in built}), next_key, next_seq, latest, latest_us, built), tip
+    return Snapshot(
+        EMPTY.update({e.key: e for e in built}), next_key, next_seq, latest=latest, latest_us=latest_us, built=built
+    ), tip
 
 
 def change(text: str, decay_fn: Any, *, evicted: bool = True) -> tuple[Change, str | None, str | None]:
@@ -533,7 +484,8 @@ def change(text: str, decay_fn: Any, *, evicted: bool = True) -> tuple[Change, s
     removed = tuple(checked_key(raw, f"removed[{i}]") for i, raw in enumerate(data["removed"]))
     gone = data["evicted"] if evicted else ()
     dropped = tuple(_entries(gone, "evicted", decay_fn))
-    return Change(tuple(written), removed, next_key, next_seq, latest, latest_us, dropped), prev, tip
+    change = Change(tuple(written), removed, next_key, next_seq, latest=latest, latest_us=latest_us, evicted=dropped)
+    return change, prev, tip
 
 
 def check_change(change: Change, held: Snapshot, max_entries: int, *, whole: bool = False) -> None:

@@ -1,0 +1,149 @@
+"""Records declared once: every builder and codec of an entry follows its field list.
+
+A copy of ``Entry``'s declaration with one more field (a subclass adding it) is
+enough for the constructor, the copies, a put's builder, the document and the
+row to carry it: nothing else is written by hand per field.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lethe import Entry
+from lethe._codec import codec, reading
+from lethe._record import ANY, COUNT, GIVEN, INSTANT, OPTION, changer, declare, evolve, fields, fresh_builder
+from lethe.decay import ACTR, Exponential
+
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+US0 = T0.timestamp() * 1e6
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Noted(Entry[Any, Any]):
+    """``Entry`` with two more fields: any value given at put, and a count."""
+
+    note: Any = field(default=None, metadata=declare(ANY, put=OPTION))
+    votes: int = field(default=0, metadata=declare(COUNT))
+
+
+def noted(**changes: Any) -> Noted:
+    return Noted(**{"key": "k", "value": "v", "inserted_at": T0, "last_accessed_at": T0, **changes})
+
+
+def test_the_copy_declares_every_field_of_entry_and_its_own() -> None:
+    names = [f.name for f in fields(Noted)]
+    assert names == [f.name for f in fields(Entry)] + ["note", "votes"]
+
+
+def test_the_constructor_checks_the_new_fields_by_their_kind() -> None:
+    assert noted(note=[1], votes=3).votes == 3
+    with pytest.raises(ValueError, match="votes"):
+        noted(votes=-1)
+
+
+def test_copies_keep_the_new_fields() -> None:
+    e = noted(note="n", votes=2)
+    assert evolve(e, pinned=True) == noted(note="n", votes=2, pinned=True)
+    assert evolve(e, note="m").note == "m"
+    assert changer(Noted, ("votes",))(e, 5).votes == 5
+
+
+def test_a_put_builds_the_new_option_from_the_options() -> None:
+    fresh = fresh_builder(Noted)
+    meta: dict[str, Any] = {}
+    e = fresh("k", "v", 7, (T0, US0), (True, 2.0, meta, None, None, "a note"))
+    assert e == noted(seq=7, pinned=True, importance=2.0, note="a note")
+    assert (e.inserted_us, e.accessed_us, e.votes) == (US0, US0, 0)
+
+
+@pytest.mark.parametrize("decay_fn", [Exponential(), ACTR()], ids=["stateless", "stateful"])
+def test_the_document_and_the_row_carry_the_new_fields(decay_fn: Any) -> None:
+    forms = codec(Noted)
+    e = noted(note={"a": [1, 2]}, votes=9, metadata={"m": 1}, expires_at=T0 + timedelta(days=1), seq=3)
+    if isinstance(decay_fn, ACTR):
+        e = evolve(e, decay_state=(US0,))
+    document = json.loads(json.dumps(forms.to_document(e, decay_fn, {})))
+    assert (document["note"], document["votes"]) == ({"a": [1, 2]}, 9)
+    assert forms.from_document(document, "entries[0].", reading(decay_fn)) == e
+    row = json.loads(json.dumps(forms.to_row(e, decay_fn, None)))
+    assert (forms.row_names[0], forms.row_names[-2:]) == ("seq", ("note", "votes"))
+    assert row[-2:] == [{"a": [1, 2]}, 9]
+    assert forms.from_row(row, ".", reading(decay_fn)) == e
+
+
+def test_reading_checks_the_new_fields_and_names_them() -> None:
+    forms = codec(Noted)
+    document = forms.to_document(noted(), Exponential(), {})
+    with pytest.raises(ValueError, match=r"^entries\[4\]\.votes: expected an int"):
+        forms.from_document({**document, "votes": -2}, "entries[4].", reading(Exponential()))
+    with pytest.raises(ValueError, match=r"^entries\[4\]\.note: missing"):
+        forms.from_document({k: v for k, v in document.items() if k != "note"}, "entries[4].", reading(Exponential()))
+    row = forms.to_row(noted(), Exponential(), None)
+    with pytest.raises(ValueError, match=r"^\.votes: expected an int"):
+        forms.from_row([*row[:-1], "x"], ".", reading(Exponential()))
+    with pytest.raises(ValueError, match=r"^: expected a list of 15 fields"):
+        forms.from_row(row[:-1], ".", reading(Exponential()))
+
+
+def test_entrys_own_forms_hold_exactly_its_declared_fields() -> None:
+    forms = codec(Entry)
+    e = Entry(key=(1, "a"), value=[1], inserted_at=T0, last_accessed_at=T0 + timedelta(seconds=1), seq=4)
+    document = forms.to_document(e, Exponential(), {})
+    assert set(document) == {f.name for f in fields(Entry)} == forms.names
+    assert forms.from_document(json.loads(json.dumps(document)), "", reading(Exponential())) == e
+
+
+def test_declarations_are_refused_when_they_cannot_be_built() -> None:
+    with pytest.raises(ValueError, match="kind"):
+        declare("text")
+    with pytest.raises(ValueError, match="put"):
+        declare(ANY, put="later")
+    with pytest.raises(ValueError, match="exact"):
+        declare(INSTANT)
+    with pytest.raises(ValueError, match="exact"):
+        declare(ANY, exact="x_us")
+
+    @dataclass(frozen=True)
+    class Unslotted:
+        x: int = field(metadata=declare(ANY, put=GIVEN))
+
+    with pytest.raises(TypeError, match="slotted"):
+        fields(Unslotted)
+
+    @dataclass(frozen=True, slots=True)
+    class Dangling:
+        at: datetime = field(metadata=declare(INSTANT, exact="at_us"))
+
+    with pytest.raises(TypeError, match="at_us"):
+        fields(Dangling)
+    with pytest.raises(TypeError, match="no field 'nope'"):
+        changer(Noted, ("nope",))
+
+
+SRC = Path(__file__).resolve().parent.parent / "src" / "lethe"
+
+
+def _positional_calls(tree: ast.AST) -> list[int]:
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and sum(not isinstance(a, ast.Starred) for a in node.args) > 5
+    ]
+
+
+@pytest.mark.parametrize("module", ["_entry.py", "_record.py", "_codec.py", "_serialize.py", "store/_records.py"])
+def test_no_entry_is_built_from_a_long_list_of_positional_arguments(module: str) -> None:
+    """The modules that build and read entries pass fields by name or by the declaration."""
+    tree = ast.parse((SRC / module).read_text(encoding="utf-8"))
+    assert _positional_calls(tree) == []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            a = node.args
+            assert len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs) <= 9, node.name
