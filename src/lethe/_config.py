@@ -10,6 +10,7 @@ only :func:`build` makes a new one.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -22,21 +23,18 @@ from lethe._order import Order
 from lethe._ranking import SCAN, Ranking
 from lethe._scoring import Scorer, make_scorer
 from lethe._validate import duration, hook, integer, unit
-from lethe.decay._adapter import name_of
-from lethe.decay._registry import BUILTINS, by_name
+from lethe.decay._adapter import CUSTOM, is_builtin, name_of
+from lethe.decay._adapter import to_dict as decay_to_dict
+from lethe.decay._registry import BUILTINS, by_name, from_dict
 
-#: The constructor's fields, in the order they are declared, shown and saved.
-FIELDS = (
-    "max_entries",
-    "decay_fn",
-    "half_life",
-    "eviction_threshold",
-    "summarize_threshold",
-    "summarize_fn",
-    "on_evict",
-    "clock_fn",
-)
+#: The fields a document (``to_dict``) and a store keep, in the order they are declared and saved.
+STORED = ("max_entries", "decay_fn", "half_life", "eviction_threshold", "summarize_threshold")
+#: The hooks: the process's own, never stored (each process passes its own).
+HOOKS = ("summarize_fn", "on_evict", "clock_fn")
+#: The constructor's fields, in the order they are declared and shown.
+FIELDS = STORED + HOOKS
 MAX_ENTRIES = 2**63 - 1  # what any store can count
+_MISSING: Any = object()
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -69,6 +67,68 @@ class Config:
         if self.named:
             fields["decay_fn"] = name_of(self.decay_fn)
         return fields
+
+    def to_document(self) -> dict[str, Any]:
+        """The :data:`STORED` fields as JSON types: the decay function as the registry writes it
+        (``{"name": "custom", ...}`` for one that is not lethe's), the half-life in seconds."""
+        return {
+            "max_entries": self.max_entries,
+            "decay_fn": decay_to_dict(self.decay_fn),
+            "half_life": self.half_life,
+            "eviction_threshold": self.eviction_threshold,
+            "summarize_threshold": self.summarize_threshold,
+        }
+
+    @staticmethod
+    def from_document(doc: Mapping[str, Any], *, decay_fn: Any = None, **hooks: Any) -> tuple[Config, bool]:
+        """The configuration :meth:`to_document` wrote, with the process's ``hooks``
+        (``summarize_fn``, ``on_evict``, ``clock_fn``), and whether the entries saved with it
+        hold states the configuration's decay function wrote (else they are read as None).
+
+        The document's decay function is rebuilt from the registry, or ``decay_fn``
+        stands for it (required for a custom one).  A decay function's own half-life is
+        the one in use: the saved one is checked but not imposed on it (older documents
+        saved 1 h beside FSRS, say); for a custom function it stays the half-life names
+        are built with later.  The document does not say whether the function was given
+        by name: one its name builds from the saved half-life counts as built by name, and
+        follows a new half-life (``configure``).
+
+        Raises:
+            ValueError: a field is missing or invalid (naming it; those :func:`build`
+                refuses as ``configuration: ...``).
+        """
+        saved = doc.get("decay_fn", _MISSING)
+        saved_custom = isinstance(saved, Mapping) and saved.get("name") == CUSTOM
+        loaded = decay_fn is None  # rebuilt from the document, not passed in
+        if decay_fn is None:
+            if saved is _MISSING:
+                raise ValueError("decay_fn: missing")
+            if saved_custom:
+                raise ValueError("decay_fn: the memory was saved with a custom decay function; pass decay_fn=")
+            decay_fn = from_dict(dict(saved) if isinstance(saved, Mapping) else saved)
+        fields: dict[str, Any] = {name: doc[name] for name in STORED if name in doc}
+        try:
+            saved_half_life = duration(fields["half_life"], "half_life")
+        except KeyError:
+            raise ValueError("half_life: missing") from None
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"configuration: {exc}") from None
+        fields["decay_fn"] = decay_fn
+        fields["half_life"] = ONE_HOUR if is_builtin(decay_fn) else unchosen_half_life(saved_half_life)
+        named_as = name_built_from(decay_fn, saved_half_life) if loaded else None
+        if named_as is not None:
+            fields["decay_fn"], fields["half_life"] = named_as, saved_half_life
+        try:
+            config = build({**fields, **dict.fromkeys(HOOKS), **hooks})
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"configuration: {exc}") from None
+        if loaded or not isinstance(saved, Mapping):
+            return config, loaded
+        # The saved states belong to the saved function: a custom one only to a custom one
+        # passed back in, a built-in only to an equal built-in.
+        new = decay_to_dict(config.decay_fn)
+        same_fn = saved_custom if new["name"] == CUSTOM else (not saved_custom and dict(saved) == new)
+        return config, same_fn
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Config):

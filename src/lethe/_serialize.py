@@ -20,48 +20,23 @@ from typing import Any
 
 from lethe._clock import to_us, utc_now
 from lethe._codec import ENTRY, checked_int, exact_fields, field_of, parsed_time, reading
-from lethe._config import ONE_HOUR, Config, build, name_built_from, unchosen_half_life
+from lethe._config import STORED, Config
 from lethe._entry import Entry
 from lethe._errors import ClockWarning
 from lethe._map import EMPTY, PersistentMap
 from lethe._record import evolve
 from lethe._reprs import short_repr as _short
 from lethe._snapshot import Snapshot
-from lethe._validate import duration
-from lethe.decay import _registry
-from lethe.decay._adapter import is_builtin, moved_state
-from lethe.decay._adapter import to_dict as decay_to_dict
+from lethe.decay._adapter import moved_state
 
 FORMAT = "lethe.memory"
 VERSION = 2
-_CUSTOM = "custom"
-_MEMORY_FIELDS = frozenset(
-    {
-        "format",
-        "version",
-        "max_entries",
-        "decay_fn",
-        "half_life",
-        "eviction_threshold",
-        "summarize_threshold",
-        "next_key",
-        "next_seq",
-        "latest",
-        "entries",
-    }
-)
+_MEMORY_FIELDS = frozenset({"format", "version", *STORED, "next_key", "next_seq", "latest", "entries"})
 _KEY = attrgetter("key")
 _SEQ = attrgetter("seq")
 _STATE = attrgetter("decay_state")
 _INSERTED_US = attrgetter("inserted_us")
 _ACCESSED_US = attrgetter("accessed_us")
-
-
-_MISSING: Any = object()
-
-
-def _decay_to_dict(fn: Any) -> dict[str, Any]:
-    return decay_to_dict(fn)
 
 
 def memory_to_dict(config: Config, snapshot: Snapshot) -> dict[str, Any]:
@@ -74,11 +49,7 @@ def memory_to_dict(config: Config, snapshot: Snapshot) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "version": VERSION,
-        "max_entries": config.max_entries,
-        "decay_fn": _decay_to_dict(config.decay_fn),
-        "half_life": config.half_life,
-        "eviction_threshold": config.eviction_threshold,
-        "summarize_threshold": config.summarize_threshold,
+        **config.to_document(),
         "next_key": snapshot.next_key,
         "next_seq": snapshot.next_seq,
         "latest": None if latest is None else latest.isoformat(),
@@ -184,45 +155,10 @@ def memory_from_dict(
     # Every field to_dict() writes must be there; version 1 did not write ``latest`` yet.
     exact_fields(data, _MEMORY_FIELDS if current else _MEMORY_FIELDS - {"latest"}, "")
     shift_us = None if shift_to is None else to_us(shift_to, "shift_to")
-    saved = data.get("decay_fn", _MISSING)
-    saved_custom = isinstance(saved, Mapping) and saved.get("name") == _CUSTOM
-    loaded = decay_fn is None  # rebuilt from the document, not passed in
-    if decay_fn is None:
-        if saved is _MISSING:
-            raise ValueError("decay_fn: missing")
-        if saved_custom:
-            raise ValueError("decay_fn: the memory was saved with a custom decay function; pass decay_fn=")
-        decay_fn = _registry.from_dict(dict(saved) if isinstance(saved, Mapping) else saved)
-        same_fn = True
-    else:
-        same_fn = False  # decided below, once the memory has resolved decay_fn
-    config: dict[str, Any] = {"decay_fn": decay_fn}
-    for name in ("max_entries", "half_life", "eviction_threshold", "summarize_threshold"):
-        if name in data:
-            config[name] = data[name]
-    # A decay function's own half-life is the one in use; the saved one is checked but not
-    # imposed on it (older documents saved 1 h beside FSRS, say): for a custom function it
-    # stays the half-life names are built with later.
-    try:
-        saved_half_life = duration(config.pop("half_life"), "half_life")
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"configuration: {exc}") from None
-    config["half_life"] = ONE_HOUR if is_builtin(decay_fn) else unchosen_half_life(saved_half_life)
-    named_as = name_built_from(decay_fn, saved_half_life) if loaded else None
-    if named_as is not None:
-        # The document does not say how the function was given: one its name builds from
-        # the saved half-life counts as built by name (an equal one), and follows a new half-life.
-        config["decay_fn"], config["half_life"] = named_as, saved_half_life
-    try:
-        cfg = build({**config, "summarize_fn": summarize_fn, "on_evict": on_evict, "clock_fn": clock_fn})
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"configuration: {exc}") from None
+    cfg, same_fn = Config.from_document(
+        data, decay_fn=decay_fn, summarize_fn=summarize_fn, on_evict=on_evict, clock_fn=clock_fn
+    )
     fn = cfg.decay_fn
-    if not same_fn and isinstance(saved, Mapping):
-        # The saved state belongs to the saved function: a custom one only to a custom one
-        # passed back in, a built-in only to an equal built-in.
-        new = _decay_to_dict(fn)
-        same_fn = saved_custom if new["name"] == _CUSTOM else (not saved_custom and dict(saved) == new)
     raw_entries = field_of(data, "entries", "")
     if not isinstance(raw_entries, list):
         raise ValueError(f"entries: expected a list, got {type(raw_entries).__name__}")

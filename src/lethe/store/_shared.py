@@ -17,13 +17,12 @@ from typing import Any, Generic, TypeVar
 
 from lethe._change import Change
 from lethe._clock import to_us, utc_now
-from lethe._config import FIELDS, Config
+from lethe._config import FIELDS, STORED, Config
 from lethe._entry import Entry
 from lethe._errors import ClockWarning
 from lethe._gc import paused
 from lethe._map import EMPTY
 from lethe._memory import Memory
-from lethe._serialize import memory_to_dict
 from lethe._snapshot import Snapshot
 from lethe._validate import is_number
 from lethe.decay._adapter import CUSTOM, identity
@@ -36,9 +35,6 @@ V = TypeVar("V")
 R = TypeVar("R")
 T = TypeVar("T")
 
-#: The configuration fields a store keeps (hooks are process-local and never stored).
-_CONFIG_FIELDS = ("max_entries", "decay_fn", "half_life", "eviction_threshold", "summarize_threshold")
-_EMPTY = Snapshot(EMPTY, 0, 0, None, -math.inf)
 #: The longest one call of an engine's ``wait`` blocks for (a ``wait()`` with no timeout calls it again).
 _WAIT_SLICE = 10.0
 
@@ -46,8 +42,7 @@ _WAIT_SLICE = 10.0
 def _config_document(config: Config) -> dict[str, Any]:
     """The stored part of ``config``; a custom decay function counts by its identity (its
     qualified name and parameters, or a name it declares), never by a repr naming an address."""
-    full = memory_to_dict(config, _EMPTY)
-    doc = {name: full[name] for name in _CONFIG_FIELDS}
+    doc = config.to_document()
     if doc["decay_fn"].get("name") == CUSTOM:
         doc["decay_fn"] = {"name": CUSTOM, "function": identity(config.decay_fn)}
     return doc
@@ -61,14 +56,14 @@ def stored_template(doc: dict[str, Any], **options: Any) -> Memory[Any, Any]:
     Raises:
         ValueError, TypeError: ``doc`` is not a configuration ``from_dict`` reads.
     """
-    fields = {name: doc[name] for name in _CONFIG_FIELDS if name in doc}
+    fields = {name: doc[name] for name in STORED if name in doc}
     empty = {"format": "lethe.memory", "version": 2, "next_key": 0, "next_seq": 0, "latest": None, "entries": []}
     return Memory.from_dict({**empty, **fields}, **options)
 
 
 def _mismatch(stored: dict[str, Any], mine: dict[str, Any]) -> str | None:
     """The first configuration field in which ``stored`` differs from ``mine``, or None."""
-    for field in _CONFIG_FIELDS:
+    for field in STORED:
         theirs = stored.get(field)
         if field == "decay_fn" and theirs == {"name": CUSTOM} and mine[field].get("name") == CUSTOM:
             continue  # stored by an older lethe, which kept no identity for a custom function
@@ -411,7 +406,7 @@ class Shared(Generic[K, V]):
             doc = None
         if not isinstance(doc, dict):
             raise StoreError(f"{self._name!r}: the stored configuration is not a JSON object: {stored[:80]!r}")
-        missing = [field for field in _CONFIG_FIELDS if field not in doc]
+        missing = [field for field in STORED if field not in doc]
         if missing:
             raise StoreError(f"{self._name!r}: the stored configuration has no {missing[0]}: {stored[:80]!r}")
         created = doc.get("created")
@@ -987,10 +982,10 @@ class Shared(Generic[K, V]):
         unknown = sorted(set(changes) - set(FIELDS))
         if unknown:
             raise TypeError(f"unknown configuration field(s): {unknown}")
-        local = sorted(set(changes) - set(_CONFIG_FIELDS))
+        local = sorted(set(changes) - set(STORED))
         if local:
             raise TypeError(
-                f"configure changes the stored configuration ({', '.join(_CONFIG_FIELDS)}); "
+                f"configure changes the stored configuration ({', '.join(STORED)}); "
                 f"{', '.join(local)} cannot be stored: give hooks in the template"
             )
         with self._write() as outer:
