@@ -688,12 +688,55 @@ def test_max_clock_skew_is_checked(skew: Any) -> None:
         Shared(InMemoryStore(), "bot", Memory(), max_clock_skew=skew)
 
 
+#: The class of each engine kind of conftest.ENGINES (the guard's own table: the list is there).
+_ENGINE_CLASSES = {
+    "memory": "InMemoryStore",
+    "sqlite": "SQLiteStore",
+    "postgres": "PostgresStore",
+    "redis": "RedisStore",
+}
+
+
+def _engines_defined() -> set[str]:
+    """Every class that implements :class:`Store` in a module of lethe.store, exported or not
+    (a new engine module is found before anything exports it)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import lethe.store
+
+    found = set()
+    for info in pkgutil.iter_modules(lethe.store.__path__):
+        module = importlib.import_module(f"lethe.store.{info.name}")
+        for name, obj in vars(module).items():
+            defined_here = inspect.isclass(obj) and obj.__module__ == module.__name__
+            if defined_here and obj is not Store and issubclass(obj, Store):
+                found.add(name)
+    return found
+
+
 def test_the_engine_list_names_every_engine() -> None:
-    """A new engine exported by lethe.store joins the engine tests' one list (conftest.ENGINES)."""
+    """A new engine, a module of lethe.store implementing Store, joins the engine tests' one list
+    (conftest.ENGINES), which the contract suite (the ``store`` fixture) runs over."""
     import lethe.store
 
     from .conftest import ENGINES
 
+    listed = {_ENGINE_CLASSES[kind] for kind in ENGINES}
+    defined = _engines_defined()
+    assert defined == listed, f"add these engines to tests/conftest.ENGINES and make_store: {sorted(defined - listed)}"
     exported = {name for name in lethe.store.__all__ if name.endswith("Store") and name != "Store"}
-    by_kind = {"memory": "InMemoryStore", "sqlite": "SQLiteStore", "postgres": "PostgresStore", "redis": "RedisStore"}
-    assert exported == {by_kind[kind] for kind in ENGINES}
+    assert exported == listed
+    assert len(ENGINES) == len(set(ENGINES))
+
+
+def test_the_engine_guard_sees_the_engines() -> None:
+    """The guard above finds the engines, not nothing (a broken filter would pass it), and the
+    damage suite's list of engines is the one list."""
+    from .conftest import ENGINES
+    from .test_store_damage import ENGINES as DAMAGED
+
+    assert {"InMemoryStore", "SQLiteStore", "PostgresStore", "RedisStore"} <= _engines_defined()
+    assert "SQL" not in _engines_defined()  # the shared SQL operations are not an engine on their own
+    assert list(DAMAGED) == list(ENGINES)

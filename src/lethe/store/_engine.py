@@ -22,7 +22,13 @@ written by :class:`~lethe.store.Shared`):
 A new engine (Redis, PostgreSQL, ...) implements these methods, each one
 atomic on its own, and passes the engine tests in ``tests/test_store.py``
 (and, on a server, the lost replies and server crashes of
-``tests/test_store_faults.py``).
+``tests/test_store_faults.py``): it joins them by one line in ``ENGINES`` in
+``tests/conftest.py``, the one list they run over (a guard test fails while
+a class implementing :class:`Store` in ``lethe.store`` is missing from it).
+An engine on SQL writes only its connections, commit and wait: the tables and
+the other operations are ``lethe.store._sql``'s, in the engine's
+:class:`~lethe.store._sql.Dialect`.  An engine that tries again after a lost
+connection does so by ``lethe.store._retry.Retry``, the one policy.
 """
 
 from __future__ import annotations

@@ -7,17 +7,19 @@ from __future__ import annotations
 
 import hashlib
 import os
-import random
 import secrets
 import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any, TypeVar
 
-from lethe.store._engine import FORMAT, VERSION, check_format, checked_timeout, config_missing
+from lethe.store._engine import check_format, checked_timeout
 from lethe.store._errors import CommitUnknown, StoreError
+from lethe.store._retry import Retry
+from lethe.store._sql import MAX_INT, SQL, Dialect
 
 # Without the extra the class still imports (``from lethe.store import *`` works); building one
 # says what to install.
@@ -30,18 +32,6 @@ except ImportError:
 
 T = TypeVar("T")
 
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS lethe_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS lethe_memories (name TEXT PRIMARY KEY, config TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS lethe_entries (name TEXT NOT NULL, seq BIGINT NOT NULL, entry TEXT NOT NULL,"
-    " PRIMARY KEY (name, seq))",
-    "CREATE TABLE IF NOT EXISTS lethe_log (name TEXT NOT NULL, version BIGINT NOT NULL, head TEXT NOT NULL,"
-    " record TEXT NOT NULL, op TEXT NOT NULL, PRIMARY KEY (name, version))",
-    "CREATE TABLE IF NOT EXISTS lethe_checkpoints (name TEXT NOT NULL, version BIGINT NOT NULL, head TEXT NOT NULL,"
-    " PRIMARY KEY (name, version))",
-    "CREATE TABLE IF NOT EXISTS lethe_checkpoint_entries (name TEXT NOT NULL, version BIGINT NOT NULL,"
-    " seq BIGINT NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (name, version, seq))",
-)
 #: A commit, in one statement (see PostgresStore.append).
 _APPEND = """
 WITH latest AS (
@@ -74,11 +64,21 @@ _CHANNEL = "lethe_log"
 #: Serializes the creation of the tables by several processes at once.
 _SCHEMA_LOCK = 0x6C65_7468  # "leth"
 
-#: The largest version and put order a BIGINT holds.
-_MAX_INT = 2**63 - 1
-
-#: The longest pause between two tries to reach the server, in seconds.
-_MAX_PAUSE = 0.5
+#: How PostgreSQL says what differs: the tables prefixed (they live beside the database's
+#: others), a log row keeping its commit's operation id (a lost reply is looked up by it), and
+#: locks taken inside the transactions, which exclude only what must wait (see
+#: PostgresStore.drop); a drop wakes the waiters LISTENing (see PostgresStore.wait).
+DIALECT = Dialect(
+    mark="%s",
+    prefix="lethe_",
+    integer="BIGINT",
+    operation_ids=True,
+    create_lock=f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})",
+    compact_lock="SELECT FROM {memories} WHERE name = ? FOR KEY SHARE",
+    drop_lock="LOCK TABLE {log} IN SHARE ROW EXCLUSIVE MODE",
+    announce=f"SELECT pg_notify('{_CHANNEL}', md5(?))",
+    conflict=() if _MISSING else (_errors.UniqueViolation, _errors.SerializationFailure),
+)
 
 #: The longest a thread of a :class:`PostgresStore` listens for commits before another thread
 #: waiting on the same store gets its turn (each waits at most this past its own timeout).
@@ -92,11 +92,21 @@ _TURN = 0.001
 _TRANSIENT = ("08", "57P01", "57P02", "57P03")
 
 
+#: The first statement of a transaction that reads, or copies, one snapshot of the state.
+_READ_SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY"
+_WRITE_SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"
+
+
 class _Lost(Exception):
     """The connection failed, or could not be made (the message is the client's, stripped)."""
 
     def __init__(self, cause: psycopg.Error) -> None:
         super().__init__(str(cause).strip())
+
+
+def _lost(exc: Exception) -> bool:
+    """Whether trying again may mend ``exc``: the connection failed, or could not be made."""
+    return isinstance(exc, _Lost)
 
 
 class PostgresStore:
@@ -154,6 +164,8 @@ class PostgresStore:
             raise ImportError(_MISSING)
         self.conninfo = conninfo
         self.timeout = checked_timeout(timeout)
+        self._retry = Retry(self.timeout)
+        self._sql = SQL(DIALECT)
         self._lock = threading.Lock()
         self._conn: psycopg.Connection[Any] | None = None
         self._session: tuple[int, datetime] | None = None  # the connection's backend: pid and start
@@ -224,21 +236,15 @@ class PostgresStore:
     def _check(self, conn: psycopg.Connection[Any]) -> tuple[int, datetime]:
         """Create the tables unless they exist, check the format; return the session's backend."""
         try:
-            meta = dict(conn.execute("SELECT key, value FROM lethe_meta").fetchall())
+            meta = self._sql.meta(conn)
         except _errors.UndefinedTable:
             meta = {}
         if not meta:
             # Created in one transaction with their metadata, so tables found with it are complete;
             # a reconnect does not take the lock (a session holding it, cut off, would stall them all).
             with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-                for statement in _SCHEMA:
-                    conn.execute(statement)
-                conn.execute(
-                    "INSERT INTO lethe_meta VALUES ('format', %s), ('version', %s) ON CONFLICT (key) DO NOTHING",
-                    (FORMAT, str(VERSION)),
-                )
-                meta = dict(conn.execute("SELECT key, value FROM lethe_meta").fetchall())
+                self._sql.create(conn)
+                meta = self._sql.meta(conn)
         check_format(meta)
         found = conn.execute(
             "SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()"
@@ -262,26 +268,30 @@ class PostgresStore:
 
     def _retrying(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
         """``work(connection)``, on a new connection again while the connection fails, for up
-        to ``timeout`` seconds after the first failure; ``work`` must be safe to run again."""
-        deadline: float | None = None
-        pause = 0.0
-        while True:
-            try:
-                return self._attempt(work)
-            except _Lost as lost:
-                deadline = self._pause(deadline, pause, lost)
-                pause = min(max(2 * pause, 0.01), _MAX_PAUSE)
+        to ``timeout`` seconds after the first failure (:attr:`_retry`); ``work`` must be safe
+        to run again."""
+        try:
+            return self._retry.call(partial(self._attempt, work), _lost)
+        except _Lost as lost:
+            raise self._unreachable(lost) from lost
 
-    def _pause(self, deadline: float | None, pause: float, lost: _Lost) -> float:
-        """Sleep before trying again; the deadline (set now if None); :class:`StoreError` once it passed."""
-        now = time.monotonic()
-        if deadline is None:
-            deadline = now + self.timeout
-        if now >= deadline:
-            raise StoreError(f"cannot reach PostgreSQL again within {self.timeout} s: {lost}")
-        # Jittered, so that many clients coming back after a restart do not come in step.
-        time.sleep(min(pause * random.uniform(0.5, 1.0), deadline - now))
-        return deadline
+    def _unreachable(self, lost: _Lost) -> StoreError:
+        return StoreError(f"cannot reach PostgreSQL again within {self.timeout} s: {lost}")
+
+    def _run(self, work: Callable[[psycopg.Connection[Any]], T], *, write: bool = False, snapshot: bool = False) -> T:
+        """``work(connection)``, tried again as :meth:`_retrying` does (see
+        :class:`lethe.store._sql.Run`): in a transaction when it writes or reads a snapshot,
+        the snapshot's isolation level REPEATABLE READ (READ ONLY when it only reads)."""
+        if not (write or snapshot):
+            return self._retrying(work)
+
+        def transaction(conn: psycopg.Connection[Any]) -> T:
+            with conn.transaction():
+                if snapshot:
+                    conn.execute(_WRITE_SNAPSHOT if write else _READ_SNAPSHOT)
+                return work(conn)
+
+        return self._retrying(transaction)
 
     def _listening(self) -> psycopg.Connection[Any]:
         """This process's connection that listens for commits; hold ``_listen_lock``."""
@@ -323,106 +333,23 @@ class PostgresStore:
 
     def names(self) -> list[str]:
         """See :meth:`lethe.store.Store.names`."""
-
-        def work(conn: psycopg.Connection[Any]) -> list[str]:
-            return [row[0] for row in conn.execute("SELECT name FROM lethe_memories ORDER BY name")]
-
-        return self._retrying(work)
+        return self._sql.names(self._run)
 
     def config(self, name: str) -> str:
         """See :meth:`lethe.store.Store.config`."""
-
-        def work(conn: psycopg.Connection[Any]) -> Any:
-            return conn.execute("SELECT config FROM lethe_memories WHERE name = %s", (name,)).fetchone()
-
-        row = self._retrying(work)
-        if row is None:
-            raise KeyError(name)
-        return str(row[0])
+        return self._sql.config(self._run, name)
 
     def open(self, name: str, config: str, head: str, rows: Sequence[tuple[int, str]]) -> str:
         """See :meth:`lethe.store.Store.open`."""
-
-        def work(conn: psycopg.Connection[Any]) -> str | None:
-            with conn.transaction():
-                created = conn.execute(
-                    "INSERT INTO lethe_memories VALUES (%s, %s) ON CONFLICT (name) DO NOTHING RETURNING name",
-                    (name, config),
-                ).fetchone()
-                if created is None:
-                    row = conn.execute("SELECT config FROM lethe_memories WHERE name = %s", (name,)).fetchone()
-                    return None if row is None else str(row[0])  # None: dropped meanwhile, try again
-                if self._remains(conn, name):
-                    raise StoreError(config_missing(name))  # rolled back: nothing written
-                with conn.cursor() as cur:
-                    cur.executemany("INSERT INTO lethe_entries VALUES (%s, %s, %s)", [(name, s, r) for s, r in rows])
-                conn.execute("INSERT INTO lethe_checkpoints VALUES (%s, 0, %s)", (name, head))
-                conn.execute(
-                    "INSERT INTO lethe_checkpoint_entries SELECT name, 0, seq, entry FROM lethe_entries"
-                    " WHERE name = %s",
-                    (name,),
-                )
-                return config
-
-        while True:
-            stored = self._retrying(work)
-            if stored is not None:
-                return stored
-
-    @staticmethod
-    def _remains(conn: psycopg.Connection[Any], name: str) -> bool:
-        """Whether any row of ``name`` but its configuration is in the database."""
-        return any(
-            conn.execute(f"SELECT FROM {table} WHERE name = %s LIMIT 1", (name,)).fetchone() is not None
-            for table in ("lethe_log", "lethe_checkpoints", "lethe_entries", "lethe_checkpoint_entries")
-        )
-
-    @staticmethod
-    def _known(conn: psycopg.Connection[Any], name: str) -> bool:
-        """Whether ``name`` is a memory of this database (its configuration is there)."""
-        return conn.execute("SELECT FROM lethe_memories WHERE name = %s", (name,)).fetchone() is not None
-
-    def _head(self, conn: psycopg.Connection[Any], name: str) -> tuple[int, str]:
-        row = conn.execute(
-            "SELECT version, head FROM lethe_log WHERE name = %s ORDER BY version DESC LIMIT 1", (name,)
-        ).fetchone() or conn.execute(
-            "SELECT version, head FROM lethe_checkpoints WHERE name = %s ORDER BY version DESC LIMIT 1", (name,)
-        ).fetchone()
-        if row is None:
-            raise KeyError(name)
-        return int(row[0]), str(row[1])
+        return self._sql.open(self._run, name, config, head, rows)
 
     def load(self, name: str) -> tuple[int, str, list[tuple[int, str]]]:
         """See :meth:`lethe.store.Store.load`."""
-
-        def work(conn: psycopg.Connection[Any]) -> tuple[int, str, list[tuple[int, str]]]:
-            with conn.transaction():
-                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                version, head = self._head(conn, name)
-                rows = conn.execute("SELECT seq, entry FROM lethe_entries WHERE name = %s", (name,)).fetchall()
-            return version, head, rows
-
-        return self._retrying(work)
+        return self._sql.load(self._run, name)
 
     def read(self, name: str, after: int, upto: int | None = None) -> Sequence[tuple[int, str]]:
         """See :meth:`lethe.store.Store.read`."""
-        high = _MAX_INT if upto is None else upto
-
-        def work(conn: psycopg.Connection[Any]) -> list[tuple[int, str]] | None:
-            rows = [
-                (int(v), str(r))
-                for v, r in conn.execute(
-                    "SELECT version, record FROM lethe_log WHERE name = %s AND version > %s AND version <= %s"
-                    " ORDER BY version",
-                    (name, after, high),
-                )
-            ]
-            return rows if rows or self._known(conn, name) else None
-
-        found = self._retrying(work)
-        if found is None:
-            raise KeyError(name)
-        return found
+        return self._sql.read(self._run, name, after, upto)
 
     def append(
         self,
@@ -435,7 +362,7 @@ class PostgresStore:
         config: str | None = None,
     ) -> bool:
         """See :meth:`lethe.store.Store.append`; the class docstring tells how a lost reply is resolved."""
-        if version > _MAX_INT:  # the latest version read was the last a BIGINT holds: nothing is sent
+        if version > MAX_INT:  # the latest version read was the last a BIGINT holds: nothing is sent
             raise StoreError(f"{name!r}: the store is damaged: its latest version is {version - 1}, the last it keeps")
         operation = secrets.token_hex(8)
         sent_on: tuple[int, datetime] | None = None  # the session the commit went out on
@@ -490,14 +417,13 @@ class PostgresStore:
                     mine = found is not None and found[0] == operation
             return mine
 
-        deadline: float | None = None
-        pause = 0.0
+        tries = self._retry.tries()
         while True:
             learning = sent_on is not None
             try:
                 if self._attempt(learn if learning else commit):
                     return True
-                if not learning and not self._retrying(lambda conn: self._known(conn, name)):
+                if not learning and not self._retrying(lambda conn: self._sql.known(conn, name)):
                     raise KeyError(name)  # never opened, or dropped: nothing written
                 return False
             except _errors.UniqueViolation:
@@ -507,17 +433,15 @@ class PostgresStore:
                     raise  # the server answered (a lock held too long): rolled back, nothing written
                 raise CommitUnknown(f"{name!r}: whether version {version} was committed is unknown: {exc}") from None
             except _Lost as lost:
-                try:
-                    deadline = self._pause(deadline, pause, lost)
-                except StoreError as exc:
-                    if sent_on is None:
-                        raise
-                    raise CommitUnknown(
-                        f"{name!r}: whether version {version} was committed is unknown: the connection failed"
-                        f" while it was sent, and PostgreSQL could not be reached again within {self.timeout} s"
-                        f" ({lost})"
-                    ) from exc
-                pause = min(max(2 * pause, 0.01), _MAX_PAUSE)
+                if tries.again():
+                    continue
+                if sent_on is None:
+                    raise self._unreachable(lost) from lost
+                raise CommitUnknown(
+                    f"{name!r}: whether version {version} was committed is unknown: the connection failed"
+                    f" while it was sent, and PostgreSQL could not be reached again within {self.timeout} s"
+                    f" ({lost})"
+                ) from self._unreachable(lost)
 
     def wait(self, name: str, after: int, timeout: float) -> int:
         """See :meth:`lethe.store.Store.wait`.
@@ -533,7 +457,7 @@ class PostgresStore:
         deadline = time.monotonic() + timeout
 
         def latest(conn: psycopg.Connection[Any]) -> int:
-            return self._head(conn, name)[0]
+            return self._sql.head(conn, name)[0]
 
         if timeout <= 0:
             return self._retrying(latest)  # nothing to wait for: no need to listen
@@ -549,8 +473,7 @@ class PostgresStore:
         self, digest: str, after: int, deadline: float, latest: Callable[[psycopg.Connection[Any]], int]
     ) -> int:
         """:meth:`wait` on the listening connection, in turns with this process's other waiters."""
-        failed: float | None = None  # the deadline to reach the server again, once it failed
-        pause = 0.0
+        tries = self._retry.tries()  # to reach the server again, once it failed
         heard = -1  # how many notifications for this name had been heard at the last read
         version = after
         while True:
@@ -579,8 +502,8 @@ class PostgresStore:
                         self._listener.close()
                         self._listener = None
                 heard = -1  # notifications sent while no connection listened are lost: read again
-                failed = self._pause(failed, pause, exc if isinstance(exc, _Lost) else _Lost(exc))
-                pause = min(max(2 * pause, 0.01), _MAX_PAUSE)
+                if not tries.again():
+                    raise self._unreachable(exc if isinstance(exc, _Lost) else _Lost(exc)) from exc
 
     def time(self) -> float:
         """See :meth:`lethe.store.Store.time`: the server's clock (``clock_timestamp()``)."""
@@ -594,81 +517,18 @@ class PostgresStore:
 
     def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[tuple[int, str]]]:
         """See :meth:`lethe.store.Store.checkpoint`."""
-        high = _MAX_INT if at_most is None else at_most
-
-        def work(conn: psycopg.Connection[Any]) -> tuple[Any, list[tuple[int, str]]]:
-            with conn.transaction():
-                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                row = conn.execute(
-                    "SELECT version, head FROM lethe_checkpoints WHERE name = %s AND version <= %s"
-                    " ORDER BY version DESC LIMIT 1",
-                    (name, high),
-                ).fetchone()
-                if row is None:
-                    return None, []
-                rows = conn.execute(
-                    "SELECT seq, entry FROM lethe_checkpoint_entries WHERE name = %s AND version = %s", (name, row[0])
-                ).fetchall()
-            return row, rows
-
-        row, rows = self._retrying(work)
-        if row is None:
-            raise KeyError(name if at_most is None else at_most)
-        return int(row[0]), str(row[1]), rows
+        return self._sql.checkpoint(self._run, name, at_most)
 
     def compact(self, name: str, min_gap: int) -> bool:
         """See :meth:`lethe.store.Store.compact`.  Tried again after a lost reply, a
         compaction that was made answers False (the checkpoint it made is recent)."""
-
-        def work(conn: psycopg.Connection[Any]) -> bool:
-            # One snapshot, so the head and the rows copied are of one version; writers go on.
-            with conn.transaction():
-                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                # Held until the end: a drop waits for this compaction (or this one fails if the
-                # drop came first), so no checkpoint of a dropped memory is left behind.
-                if conn.execute(
-                    "SELECT FROM lethe_memories WHERE name = %s FOR KEY SHARE", (name,)
-                ).fetchone() is None:
-                    raise KeyError(name)
-                version, head = self._head(conn, name)
-                found = conn.execute("SELECT max(version) FROM lethe_checkpoints WHERE name = %s", (name,)).fetchone()
-                newest = int(found[0]) if found is not None and found[0] is not None else 0
-                if version - newest < min_gap:
-                    return False
-                conn.execute("INSERT INTO lethe_checkpoints VALUES (%s, %s, %s)", (name, version, head))
-                conn.execute(
-                    "INSERT INTO lethe_checkpoint_entries SELECT name, %s, seq, entry FROM lethe_entries"
-                    " WHERE name = %s",
-                    (version, name),
-                )
-                for table in ("lethe_checkpoint_entries", "lethe_checkpoints"):
-                    conn.execute(f"DELETE FROM {table} WHERE name = %s AND version < %s", (name, newest))
-                conn.execute("DELETE FROM lethe_log WHERE name = %s AND version <= %s", (name, newest))
-            return True
-
-        try:
-            return self._retrying(work)
-        except (_errors.UniqueViolation, _errors.SerializationFailure):
-            return False  # another process checkpointed this version meanwhile: nothing written
+        return self._sql.compact(self._run, name, min_gap)
 
     def drop(self, name: str) -> bool:
         """See :meth:`lethe.store.Store.drop`: one transaction.  It waits for the commits in
         flight to end (briefly holding off commits to every memory of the database: a drop is
         rare), so no commit of the dropped memory lands after it; then it wakes its waiters."""
-
-        def work(conn: psycopg.Connection[Any]) -> bool:
-            with conn.transaction():
-                # The configuration first: a compaction holding it (FOR KEY SHARE) ends before.
-                removed = conn.execute("DELETE FROM lethe_memories WHERE name = %s", (name,)).rowcount
-                # Then the log, locked against commits (ROW EXCLUSIVE): one in flight ends first
-                # and is deleted with the rest; one that comes after finds no version to follow.
-                conn.execute("LOCK TABLE lethe_log IN SHARE ROW EXCLUSIVE MODE")
-                for table in ("lethe_log", "lethe_entries", "lethe_checkpoints", "lethe_checkpoint_entries"):
-                    removed += conn.execute(f"DELETE FROM {table} WHERE name = %s", (name,)).rowcount
-                conn.execute("SELECT pg_notify(%s, md5(%s))", (_CHANNEL, name))
-            return removed > 0
-
-        return self._retrying(work)
+        return self._sql.drop(self._run, name)
 
 
 # Connections found in a process that did not open them: kept referenced, never used or closed.

@@ -9,7 +9,6 @@ atomic on the server, over the keys of one memory, which share one hash tag
 from __future__ import annotations
 
 import json
-import random
 import re
 import secrets
 import time
@@ -20,6 +19,7 @@ from typing import Any, TypeVar
 from lethe._validate import flag
 from lethe.store._engine import checked_timeout, config_missing
 from lethe.store._errors import CommitUnknown, StoreError
+from lethe.store._retry import Retry
 
 # Without the extra the class still imports (``from lethe.store import *`` works); building one
 # says what to install.
@@ -27,7 +27,7 @@ _MISSING: str | None = None
 try:
     import redis
     from redis.backoff import NoBackoff
-    from redis.retry import Retry
+    from redis.retry import Retry as ClientRetry
 except ImportError:
     _MISSING = "RedisStore needs redis-py: pip install 'lethe-decay[redis]'"
 
@@ -296,8 +296,11 @@ redis.call('UNLINK', KEYS[7] .. ':0:head', KEYS[7] .. ':0:entries', KEYS[7])
 return {found, 0}
 """
 
-#: The longest pause between two tries to reach the server, in seconds.
-_MAX_PAUSE = 0.5
+
+def _lost(exc: Exception) -> bool:
+    """Whether trying again may mend ``exc``: the connection failed or a reply timed out (not a
+    refused login, which waiting does not mend)."""
+    return isinstance(exc, (redis.ConnectionError, redis.TimeoutError)) and not isinstance(exc, _REFUSED)
 
 
 def _may_resend(client: Any) -> bool:
@@ -402,13 +405,14 @@ class RedisStore:
         allow_eviction = flag(allow_eviction, "allow_eviction")
         if isinstance(url, str):
             self._client: redis.Redis = redis.Redis.from_url(
-                url, socket_timeout=timeout, socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 0)
+                url, socket_timeout=timeout, socket_connect_timeout=timeout, retry=ClientRetry(NoBackoff(), 0)
             )
         else:
             self._client = url
         self._owned = isinstance(url, str)
         self.prefix = prefix
         self.timeout = timeout
+        self._retry = Retry(timeout)
         self._closed = False
         self._resends = _may_resend(self._client)
         self._names = f"{prefix}:names"
@@ -467,9 +471,8 @@ class RedisStore:
         """``call()``, called again while the connection fails, for up to ``timeout`` seconds
         after the first failure; then the last ``ConnectionError`` or ``TimeoutError`` is raised.
         A closed store raises :class:`StoreError` instead, before the first call or after a failure."""
-        deadline: float | None = None
-        pause = 0.0
-        while True:
+
+        def attempt() -> T:
             if self._closed:
                 raise self._closed_error()
             try:
@@ -479,15 +482,9 @@ class RedisStore:
             except (redis.ConnectionError, redis.TimeoutError):
                 if self._closed:
                     raise self._closed_error() from None
-                now = time.monotonic()
-                if deadline is None:
-                    deadline = now + self.timeout
-                if now >= deadline:
-                    raise
-                # The first try again is at once (a pooled connection the server closed);
-                # then a growing, jittered pause, so that many clients do not come back in step.
-                time.sleep(min(pause * random.uniform(0.5, 1.0), deadline - now))
-                pause = min(max(2 * pause, 0.01), _MAX_PAUSE)
+                raise
+
+        return self._retry.call(attempt, _lost)
 
     def _run(self, call: Callable[[], T], name: str | None = None) -> T:
         """``call()``, tried again as :meth:`_retrying` does; every failure as :class:`StoreError`

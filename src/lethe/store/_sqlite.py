@@ -7,30 +7,35 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from lethe._validate import flag
-from lethe.store._engine import FORMAT, VERSION, check_format, checked_timeout, config_missing
+from lethe.store._engine import check_format, checked_timeout
 from lethe.store._errors import StoreError
+from lethe.store._retry import Retry
+from lethe.store._sql import MAX_INT, SQL, Dialect
 
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS memories (name TEXT PRIMARY KEY, config TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS entries (name TEXT NOT NULL, seq INTEGER NOT NULL, entry TEXT NOT NULL,"
-    " PRIMARY KEY (name, seq)) WITHOUT ROWID",
-    "CREATE TABLE IF NOT EXISTS log (name TEXT NOT NULL, version INTEGER NOT NULL, head TEXT NOT NULL,"
-    " record TEXT NOT NULL, PRIMARY KEY (name, version)) WITHOUT ROWID",
-    "CREATE TABLE IF NOT EXISTS checkpoints (name TEXT NOT NULL, version INTEGER NOT NULL, head TEXT NOT NULL,"
-    " PRIMARY KEY (name, version))",
-    "CREATE TABLE IF NOT EXISTS checkpoint_entries (name TEXT NOT NULL, version INTEGER NOT NULL, seq INTEGER NOT NULL,"
-    " entry TEXT NOT NULL, PRIMARY KEY (name, version, seq)) WITHOUT ROWID",
+T = TypeVar("T")
+
+#: How SQLite says what differs: no table prefix (the file is lethe's alone), and the tables
+#: looked up by their primary key kept in its order alone (``WITHOUT ROWID``).  Its write
+#: transaction (``BEGIN IMMEDIATE``) holds the whole file, so no lock is taken inside one and no
+#: writer loses to another; a commit is seen by polling.
+DIALECT = Dialect(
+    mark="?",
+    integer="INTEGER",
+    keyed=" WITHOUT ROWID",
+    insert_new="INSERT OR IGNORE INTO {table} VALUES {values}",
 )
-_TABLES = frozenset({"meta", "memories", "entries", "log", "checkpoints", "checkpoint_entries"})
 
-#: The largest int SQLite keeps (a version, a put order): an argument past it is read as it.
-_MAX_INT = 2**63 - 1
+#: SQLite's commit (see SQLiteStore.append), in the statements of its dialect.
+_LOG = "INSERT INTO log VALUES (?, ?, ?, ?)"
+_SET_CONFIG = "UPDATE memories SET config = ? WHERE name = ?"
+_REMOVE = "DELETE FROM entries WHERE name = ? AND seq = ?"
+_WRITE = "INSERT OR REPLACE INTO entries VALUES (?, ?, ?)"
 
 # Every open store, so that no connection is open across os.fork (see _before_fork).
 _OPEN: weakref.WeakSet[SQLiteStore] = weakref.WeakSet()
@@ -72,9 +77,9 @@ def _reading(conn: sqlite3.Connection) -> Iterator[None]:
         conn.execute("COMMIT")
 
 
-def _int(n: int) -> int:
-    """``n`` within the ints SQLite binds (a version asked for past them is past every one kept)."""
-    return min(max(n, -_MAX_INT - 1), _MAX_INT)
+def _busy(exc: Exception) -> bool:
+    """Whether ``exc`` is SQLite saying another connection holds the lock it needs."""
+    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
 
 
 class SQLiteStore:
@@ -160,6 +165,7 @@ class SQLiteStore:
         #: Whether the store is open for reading only: asked for, or the file cannot be written.
         self.read_only = flag(read_only, "read_only")
         self._asked_read_only = self.read_only
+        self._sql = SQL(DIALECT, where=f"{self.path}: ")
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid = os.getpid()
@@ -265,19 +271,10 @@ class SQLiteStore:
     def _wal(self, conn: sqlite3.Connection) -> None:
         """Put the file in WAL mode (it stays so).  The switch needs the file to itself and SQLite
         answers "locked" at once, not after its busy timeout, while another connection (another
-        process opening a new store) has it: tried again until ``timeout``."""
-        deadline = time.monotonic() + self.timeout
-        pause = 0.001
-        while True:
-            try:
-                conn.execute("PRAGMA journal_mode=WAL")
-                return
-            except sqlite3.OperationalError as exc:
-                left = deadline - time.monotonic()
-                if "locked" not in str(exc) or left <= 0:
-                    raise
-                time.sleep(min(pause, left))
-                pause = min(pause * 2, 0.05)
+        process opening a new store) has it: tried again until ``timeout``, every 1 ms, then
+        twice as long up to every 50 ms (a file opened locally: no jitter needed)."""
+        retry = Retry(self.timeout, first=0.001, least=0.001, most=0.05, jitter=0.0)
+        retry.call(lambda: conn.execute("PRAGMA journal_mode=WAL"), _busy)
 
     @contextmanager
     def _reporting(self) -> Iterator[None]:
@@ -307,13 +304,11 @@ class SQLiteStore:
             raise StoreError(f"{self.path}: not a lethe store (an SQLite database without tables, read-only)")
         if not found:
             with _writing(conn, self.timeout):
-                for statement in _SCHEMA:
-                    conn.execute(statement)
-                conn.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?), ('version', ?)", (FORMAT, str(VERSION)))
-            tables = set(_TABLES)
-        if not tables >= _TABLES:
+                self._sql.create(conn)
+            tables = set(self._sql.q.tables)
+        if not tables >= self._sql.q.tables:
             raise StoreError(f"{self.path}: not a lethe store (an SQLite database of other tables or views)")
-        check_format(dict(conn.execute("SELECT key, value FROM meta").fetchall()), f"{self.path}: ")
+        check_format(self._sql.meta(conn), f"{self.path}: ")
 
     def _close_for_fork(self) -> None:
         self._lock.acquire()
@@ -349,103 +344,41 @@ class SQLiteStore:
 
     # -- the engine -------------------------------------------------------
 
+    def _run(self, work: Callable[[sqlite3.Connection], T], *, write: bool = False, snapshot: bool = False) -> T:
+        """``work(connection)`` under the lock, SQLite's errors as :class:`StoreError` (see
+        :class:`lethe.store._sql.Run`): in a write transaction, refused by a read-only store; in
+        a read transaction for a snapshot; else as it comes (each statement on its own)."""
+        with self._lock, self._reporting():
+            conn = self._connection()
+            if write:
+                self._refuse_writes()
+                with _writing(conn, self.timeout):
+                    return work(conn)
+            if snapshot:
+                with _reading(conn):
+                    return work(conn)
+            return work(conn)
+
     def names(self) -> list[str]:
         """See :meth:`lethe.store.Store.names`."""
-        with self._lock, self._reporting():
-            rows = self._connection().execute("SELECT name FROM memories ORDER BY name").fetchall()
-        return [row[0] for row in rows]
+        return self._sql.names(self._run)
 
     def config(self, name: str) -> str:
         """See :meth:`lethe.store.Store.config`."""
-        with self._lock, self._reporting():
-            row = self._connection().execute("SELECT config FROM memories WHERE name = ?", (name,)).fetchone()
-        if row is None:
-            raise KeyError(name)
-        return self._text(row[0], name, "configuration")
+        return self._sql.config(self._run, name)
 
     def open(self, name: str, config: str, head: str, rows: Sequence[tuple[int, str]]) -> str:
         """See :meth:`lethe.store.Store.open`."""
-        with self._lock, self._reporting():
-            conn = self._connection()
-            row = conn.execute("SELECT config FROM memories WHERE name = ?", (name,)).fetchone()
-            if row is not None:
-                return self._text(row[0], name, "configuration")
-            self._refuse_writes()
-            with _writing(conn, self.timeout):
-                row = conn.execute("SELECT config FROM memories WHERE name = ?", (name,)).fetchone()
-                if row is None and self._remains(conn, name):
-                    raise StoreError(config_missing(name, f"{self.path}: "))
-                if row is None:
-                    conn.execute("INSERT INTO memories VALUES (?, ?)", (name, config))
-                    conn.executemany("INSERT INTO entries VALUES (?, ?, ?)", ((name, seq, r) for seq, r in rows))
-                    conn.execute("INSERT INTO checkpoints VALUES (?, 0, ?)", (name, head))
-                    conn.execute(
-                        "INSERT INTO checkpoint_entries SELECT name, 0, seq, entry FROM entries WHERE name = ?", (name,)
-                    )
-            return config if row is None else self._text(row[0], name, "configuration")
-
-    @staticmethod
-    def _remains(conn: sqlite3.Connection, name: str) -> bool:
-        """Whether any row of ``name`` but its configuration is in the file."""
-        return any(
-            conn.execute(f"SELECT 1 FROM {table} WHERE name = ? LIMIT 1", (name,)).fetchone() is not None
-            for table in ("log", "checkpoints", "entries", "checkpoint_entries")
-        )
-
-    def _head(self, conn: sqlite3.Connection, name: str) -> tuple[int, str]:
-        """The latest version of ``name`` and its head: the newest log row, else the newest checkpoint."""
-        row = conn.execute(
-            "SELECT version, head FROM log WHERE name = ? ORDER BY version DESC LIMIT 1", (name,)
-        ).fetchone() or conn.execute(
-            "SELECT version, head FROM checkpoints WHERE name = ? ORDER BY version DESC LIMIT 1", (name,)
-        ).fetchone()
-        if row is None:
-            raise KeyError(name)
-        return self._version(row[0], name, "latest version"), self._text(row[1], name, "head")
-
-    def _damaged(self, name: str, what: str) -> StoreError:
-        return StoreError(f"{self.path}: {name!r}: the store is damaged: {what}")
-
-    def _version(self, value: object, name: str, what: str) -> int:
-        """A version as read from a column: SQLite keeps whatever another client wrote there."""
-        if type(value) is not int:
-            raise self._damaged(name, f"its {what} is {str(value)[:24]!r}, not a version number")
-        return value
-
-    def _text(self, value: object, name: str, what: str) -> str:
-        """A head, record or configuration as read from a column (a BLOB or a number is refused)."""
-        if type(value) is not str:
-            raise self._damaged(name, f"its {what} is {type(value).__name__}, not text")
-        return value
+        return self._sql.open(self._run, name, config, head, rows)
 
     def load(self, name: str) -> tuple[int, str, list[tuple[int, str]]]:
         """See :meth:`lethe.store.Store.load`.  The rows are given back as the columns hold them
         (the reader checks each put order and text)."""
-        with self._lock, self._reporting():
-            conn = self._connection()
-            with _reading(conn):
-                version, head = self._head(conn, name)
-                rows: list[tuple[int, str]] = conn.execute(
-                    "SELECT seq, entry FROM entries WHERE name = ?", (name,)
-                ).fetchall()
-        return version, head, rows
+        return self._sql.load(self._run, name)
 
     def read(self, name: str, after: int, upto: int | None = None) -> Sequence[tuple[int, str]]:
         """See :meth:`lethe.store.Store.read`."""
-        high = _MAX_INT if upto is None else _int(upto)
-        with self._lock, self._reporting():
-            conn = self._connection()
-            rows: list[tuple[int, str]] = conn.execute(
-                "SELECT version, record FROM log WHERE name = ? AND version > ? AND version <= ? ORDER BY version",
-                (name, _int(after), high),
-            ).fetchall()
-            if not rows and conn.execute("SELECT 1 FROM memories WHERE name = ?", (name,)).fetchone() is None:
-                raise KeyError(name)
-        for version, record in rows:
-            if type(version) is not int or type(record) is not str:
-                self._version(version, name, "log version")
-                self._text(record, name, f"log record {version}")
-        return rows
+        return self._sql.read(self._run, name, after, upto)
 
     def append(
         self,
@@ -463,18 +396,18 @@ class SQLiteStore:
             self._refuse_writes()
             with _writing(conn, self.timeout):
                 # The compare-and-swap: the record goes in at exactly the version after the latest.
-                latest, _ = self._head(conn, name)
+                latest, _ = self._sql.head(conn, name)
                 if latest != version - 1:
                     return False  # another writer got there first (nothing written)
-                if version > _MAX_INT:
-                    raise self._damaged(name, f"its latest version is {latest}, the last one SQLite keeps")
-                conn.execute("INSERT INTO log VALUES (?, ?, ?, ?)", (name, version, head, record))
+                if version > MAX_INT:
+                    raise self._sql.damaged(name, f"its latest version is {latest}, the last one SQLite keeps")
+                conn.execute(_LOG, (name, version, head, record))
                 if config is not None:
-                    conn.execute("UPDATE memories SET config = ? WHERE name = ?", (config, name))
+                    conn.execute(_SET_CONFIG, (config, name))
                 for seq in removed:  # one or two rows a commit: execute is cheaper than executemany
-                    conn.execute("DELETE FROM entries WHERE name = ? AND seq = ?", (name, seq))
+                    conn.execute(_REMOVE, (name, seq))
                 for seq, row in written:
-                    conn.execute("INSERT OR REPLACE INTO entries VALUES (?, ?, ?)", (name, seq, row))
+                    conn.execute(_WRITE, (name, seq, row))
             return True
 
     def wait(self, name: str, after: int, timeout: float) -> int:
@@ -487,7 +420,7 @@ class SQLiteStore:
         pause = 0.0005
         while True:
             with self._lock, self._reporting():
-                version, _ = self._head(self._connection(), name)
+                version, _ = self._sql.head(self._connection(), name)
             left = deadline - time.monotonic()
             if version != after or left <= 0:
                 return version
@@ -502,54 +435,15 @@ class SQLiteStore:
 
     def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[tuple[int, str]]]:
         """See :meth:`lethe.store.Store.checkpoint`."""
-        high = _MAX_INT if at_most is None else _int(at_most)
-        with self._lock, self._reporting():
-            conn = self._connection()
-            with _reading(conn):
-                row = conn.execute(
-                    "SELECT version, head FROM checkpoints WHERE name = ? AND version <= ?"
-                    " ORDER BY version DESC LIMIT 1",
-                    (name, high),
-                ).fetchone()
-                if row is None:
-                    raise KeyError(name if at_most is None else at_most)
-                rows: list[tuple[int, str]] = conn.execute(
-                    "SELECT seq, entry FROM checkpoint_entries WHERE name = ? AND version = ?", (name, row[0])
-                ).fetchall()
-        return self._version(row[0], name, "checkpoint"), self._text(row[1], name, "checkpoint's head"), rows
+        return self._sql.checkpoint(self._run, name, at_most)
 
     def compact(self, name: str, min_gap: int) -> bool:
         """See :meth:`lethe.store.Store.compact`."""
-        with self._lock, self._reporting():
-            conn = self._connection()
-            self._refuse_writes()
-            with _writing(conn, self.timeout):
-                version, head = self._head(conn, name)
-                newest = conn.execute("SELECT max(version) FROM checkpoints WHERE name = ?", (name,)).fetchone()[0]
-                newest = self._version(newest, name, "newest checkpoint")
-                if version - newest < min_gap:
-                    return False  # nothing written
-                conn.execute("INSERT INTO checkpoints VALUES (?, ?, ?)", (name, version, head))
-                conn.execute(
-                    "INSERT INTO checkpoint_entries SELECT name, ?, seq, entry FROM entries WHERE name = ?",
-                    (version, name),
-                )
-                for table in ("checkpoint_entries", "checkpoints"):
-                    conn.execute(f"DELETE FROM {table} WHERE name = ? AND version < ?", (name, newest))
-                conn.execute("DELETE FROM log WHERE name = ? AND version <= ?", (name, newest))
-            return True
+        return self._sql.compact(self._run, name, min_gap)
 
     def drop(self, name: str) -> bool:
         """See :meth:`lethe.store.Store.drop`: one write transaction."""
-        with self._lock, self._reporting():
-            conn = self._connection()
-            self._refuse_writes()
-            with _writing(conn, self.timeout):
-                removed = sum(
-                    conn.execute(f"DELETE FROM {table} WHERE name = ?", (name,)).rowcount
-                    for table in ("memories", "entries", "log", "checkpoints", "checkpoint_entries")
-                )
-            return removed > 0
+        return self._sql.drop(self._run, name)
 
 
 _FORKING: list[SQLiteStore] = []
