@@ -37,12 +37,12 @@ from typing import Any
 import lethe
 from lethe import Entry, ManualClock, Memory
 from lethe._map import PersistentMap
-from lethe._ranking import SCAN
+from lethe.ranking import SCAN
 
 DECAYS = ("exponential", "actr")
 #: Models indexed by group (``rank_key``): each measured against the same function behind a callable (a scan).
 GROUPED = ("power_law", "soft_floor", "access_weighted", "stability_exponential")
-#: Models indexed by score bounds (``lethe._bounds``), measured against their scan; their indexed
+#: Models indexed by score bounds (``lethe.ranking._bounded``), measured against their scan; their indexed
 #: cases are :func:`lethe_cases`' own (the same memory).
 BOUNDED = ("actr",)
 START = datetime(2026, 1, 1, tzinfo=timezone.utc)

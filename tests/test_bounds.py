@@ -3,7 +3,7 @@
 ACT-R's ranking changes with time, but each entry's score lies between
 time-invariant bounds (all its accesses at its newest, or at its oldest), so
 an ACT-R memory keeps its entries by those bounds and searches them
-(``lethe._bounds``).  Its twin calls the same function through a plain
+(``lethe.ranking._bounded``).  Its twin calls the same function through a plain
 callable, which the memory cannot index and so scans.  Driven by the same
 random operations (rehearsals, so histories spread; few importances and
 instants, so scores tie), the two must agree on every answer.  The score
@@ -19,11 +19,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lethe import Entry, ManualClock, Memory
-from lethe._bounds import Bounds
-from lethe._groups import MAX_GROUPS
-from lethe._ranking import Scan
+from lethe import Entry, ManualClock, Memory, _reads
 from lethe.decay import ACTR
+from lethe.ranking import MAX_GROUPS, Bounds, Scan
 
 from ._support import START, fake_clock
 from .test_groups import Scanned, _extra, ops, run_twins
@@ -174,7 +172,7 @@ def test_put_at_capacity_and_top_score_a_few_entries(counted: list[int]) -> None
     top = mem.top(10)
     assert _take(counted) < 300
     clock.step = timedelta(0)
-    now, now_us = mem._now()
+    now, now_us = _reads.clock(mem)
     value = mem._config.scorer.unclamped
     want = sorted(mem._entries.values(), key=lambda e: (value(e, now, now_us), e.seq), reverse=True)[:10]
     assert top == want

@@ -16,8 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lethe import Entry, Memory
+from lethe import Entry, Memory, _version
 from lethe._change import Change
+from lethe._version import changes, config_of, restored, snapshot_of
 
 from ._support import MODEL_IDS, MODELS, Model, fake_clock, summary
 
@@ -84,18 +85,18 @@ def test_applying_each_change_gives_the_next_version(model: Model, ops: list[tup
     log: list[Change] = []
     for op in ops:
         new = _step(mem, op, clock)
-        change = mem._changes(new)
-        applied = mem._applied(change)
+        change = changes(mem, new)
+        applied = _version.applied(mem, change)
         assert applied == new
         assert applied.evicted == new.evicted
-        replica = replica._applied(change)  # a replica that has seen every change
+        replica = _version.applied(replica, change)  # a replica that has seen every change
         log.append(change)
         mem = new
     _same_reads(replica, mem)
     # A cold replica: the first version rebuilt from its snapshot, then the log folded in.
-    cold = Memory._restored(first._config, first._snapshot())
+    cold = restored(Memory, config_of(first), snapshot_of(first))
     for change in log:
-        cold = cold._applied(change)
+        cold = _version.applied(cold, change)
     _same_reads(cold, mem)
 
 
@@ -122,8 +123,8 @@ def test_a_change_runs_no_hook_and_no_decay_function() -> None:
     assert new.evicted
     assert calls
     calls.clear()
-    change = mem._changes(new)
-    replayed = mem._applied(change)
+    change = changes(mem, new)
+    replayed = _version.applied(mem, change)
     assert calls == []
     assert replayed == new
     assert [e.summary for e in change.evicted] == ["s"]
@@ -135,12 +136,12 @@ def test_the_change_of_one_write_to_a_large_memory_is_that_write() -> None:
     mem = mem.put_many([(i, "v") for i in range(10_000)])
     clock.advance(60)
     new, _ = mem.get(7)
-    change = mem._changes(new)
+    change = changes(mem, new)
     assert [e.key for e in change.written] == [7]
     assert change.removed == ()
     assert (change.next_key, change.next_seq, change.latest) == (new._next_key, new._next_seq, new._latest)
     assert bool(change)
-    assert not bool(new._changes(new))
+    assert not bool(changes(new, new))
 
 
 def test_a_change_from_another_memory_is_refused() -> None:
@@ -148,4 +149,4 @@ def test_a_change_from_another_memory_is_refused() -> None:
     a: Memory[str, str] = Memory(clock_fn=clock).put("x", key="x")
     change = Change((), ("missing",), 0, 1, None, float("-inf"))
     with pytest.raises(KeyError):
-        a._applied(change)
+        _version.applied(a, change)

@@ -21,9 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lethe import Entry, ManualClock, Memory
-from lethe._groups import MAX_GROUPS, Groups
-from lethe._ranking import Scan
+from lethe import Entry, ManualClock, Memory, _reads
 from lethe.decay import (
     AccessFrequency,
     AccessWeighted,
@@ -34,6 +32,7 @@ from lethe.decay import (
     SoftFloor,
     StabilityExponential,
 )
+from lethe.ranking import MAX_GROUPS, Groups, Scan
 
 from ._support import START, fake_clock
 from .test_index import _apply, _observe
@@ -108,7 +107,7 @@ ops = st.one_of(
 
 
 def _extra(mem: Memory[Any, Any]) -> dict[str, Any]:
-    now, now_us = mem._now()
+    now, now_us = _reads.clock(mem)
     lowest = mem._ranking.lowest(mem._entries, mem._config.scorer, now, now_us)
     return {"lowest": None if lowest is None else lowest.key, "top10": [e.key for e in mem.top(10)]}
 
@@ -200,7 +199,7 @@ def test_put_at_capacity_and_top_score_a_few_entries_per_group() -> None:
     top = mem.top(10)
     assert fn.take() < 200
     clock.step = timedelta(0)
-    now, now_us = mem._now()
+    now, now_us = _reads.clock(mem)
     value = mem._config.scorer.unclamped
     want = sorted(mem._entries.values(), key=lambda e: (value(e, now, now_us), e.seq), reverse=True)[:10]
     assert top == want

@@ -18,9 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lethe import Entry, ManualClock, Memory
-from lethe._order import Order
-from lethe._ranking import Scan
 from lethe.decay import Exponential
+from lethe.ranking import Order, Scan
 
 from ._support import fake_clock
 

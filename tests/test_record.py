@@ -8,6 +8,7 @@ row to carry it: nothing else is written by hand per field.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -18,7 +19,7 @@ import pytest
 
 from lethe import Entry
 from lethe._codec import codec, reading
-from lethe._record import ANY, COUNT, GIVEN, INSTANT, OPTION, changer, declare, evolve, fields, fresh_builder
+from lethe._record import ANY, CLOCK, COUNT, GIVEN, INSTANT, OPTION, changer, declare, evolve, fields, fresh_builder
 from lethe.decay import ACTR, Exponential
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -114,8 +115,9 @@ def test_declarations_are_refused_when_they_cannot_be_built() -> None:
     class Unslotted:
         x: int = field(metadata=declare(ANY, put=GIVEN))
 
-    with pytest.raises(TypeError, match="slotted"):
-        fields(Unslotted)
+    assert [f.name for f in fields(Unslotted)] == ["x"]
+    with pytest.raises(TypeError, match="not a slot"):
+        changer(Unslotted, ("x",))
 
     @dataclass(frozen=True, slots=True)
     class Dangling:
@@ -125,6 +127,94 @@ def test_declarations_are_refused_when_they_cannot_be_built() -> None:
         fields(Dangling)
     with pytest.raises(TypeError, match="no field 'nope'"):
         changer(Noted, ("nope",))
+    with pytest.raises(ValueError, match="instants only"):
+        declare(COUNT, put=CLOCK)
+
+    @dataclass(frozen=True, slots=True)
+    class Loose:
+        at: datetime = field(metadata=declare(INSTANT, exact="at_us"))
+        until: datetime | None = field(default=None, metadata=declare(INSTANT, exact="until_us", after="at"))
+        at_us: float = 0.0
+        until_us: float | None = None
+
+    with pytest.raises(TypeError, match="both must be required instants"):
+        fields(Loose)
+
+    @dataclass(frozen=True, slots=True)
+    class Early:
+        x: int = field(default=0, metadata=declare(COUNT, since=3))
+        y: int = field(default=0, metadata=declare(COUNT))
+
+    with pytest.raises(TypeError, match="fields added later come last"):
+        fields(Early)
+
+
+def test_a_subclass_of_entry_without_slots_is_an_entry() -> None:
+    class Plain(Entry[Any, Any]):
+        pass
+
+    assert Plain(key="k", value="v", inserted_at=T0, last_accessed_at=T0).access_count == 0
+
+
+# Every name the generated code uses for itself, as a field name: none may clash.
+_RESERVED = ["r", "e", "raw", "where", "reading", "plain", "moments", "t", "fn", "texts", "stamp", "options", "type"]
+
+
+@pytest.mark.parametrize("name", _RESERVED)
+def test_a_field_may_take_any_name(name: str) -> None:
+    cls = dataclasses.make_dataclass(
+        "Named",
+        [(name, Any, field(default=None, metadata=declare(ANY, put=OPTION)))],
+        bases=(Entry,),
+        frozen=True,
+        slots=True,
+        kw_only=True,
+    )
+    e = cls(key="k", value="v", inserted_at=T0, last_accessed_at=T0, **{name: [name]})
+    forms = codec(cls)
+    document = json.loads(json.dumps(forms.to_document(e, Exponential(), {})))
+    assert forms.from_document(document, "", reading(Exponential())) == e
+    row = json.loads(json.dumps(forms.to_row(e, Exponential(), None)))
+    assert forms.from_row(row, ".", reading(Exponential())) == e
+    made = fresh_builder(cls)("k", "v", 0, (T0, US0), (False, 1.0, {}, None, None, [name]))
+    assert getattr(made, name) == [name]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Later(Entry[Any, Any]):
+    """``Entry`` with a field added in a later format version, and a list made per record."""
+
+    text: str | None = field(default=None, metadata=declare(ANY, put=OPTION, since=3))
+    tags: list[str] = field(default_factory=list, metadata=declare(ANY, since=3))
+
+
+def test_data_written_before_a_field_existed_reads_its_default() -> None:
+    old, new = codec(Entry), codec(Later)
+    e = Entry(key="k", value="v", inserted_at=T0, last_accessed_at=T0)
+    document = json.loads(json.dumps(old.to_document(e, Exponential(), {})))
+    back = new.from_document(document, "entries[0].", reading(Exponential()))
+    assert (back.text, back.tags, back.key) == (None, [], "k")
+    row = json.loads(json.dumps(old.to_row(e, Exponential(), None)))
+    assert new.from_row(row, ".", reading(Exponential())) == back
+    with pytest.raises(ValueError, match=r"^: expected a list of 15 fields"):
+        new.from_row(row[:-1], ".", reading(Exponential()))
+
+
+def test_a_fresh_record_gets_its_own_default_list() -> None:
+    fresh = fresh_builder(Later)
+    a = fresh("a", 1, 0, (T0, US0), (False, 1.0, {}, None, None, None))
+    b = fresh("b", 2, 1, (T0, US0), (False, 1.0, {}, None, None, None))
+    assert a.tags == b.tags == []
+    assert a.tags is not b.tags
+
+
+def test_a_record_with_no_fast_test_reads_back() -> None:
+    @dataclass(frozen=True, slots=True)
+    class Point:
+        x: Any = field(metadata=declare(ANY, put=GIVEN))
+
+    forms = codec(Point)
+    assert forms.from_document(forms.to_document(Point(3), None, {}), "", reading(Exponential())) == Point(3)
 
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "lethe"

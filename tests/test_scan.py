@@ -20,9 +20,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from lethe import Entry, Memory, MemoryFullError
-from lethe._groups import MAX_GROUPS
-from lethe._ranking import Scan
 from lethe.decay import PowerLaw
+from lethe.ranking import MAX_GROUPS, Scan
 
 from ._support import MINUTE, START, custom_decay, fake_clock, ranking
 

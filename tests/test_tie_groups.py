@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lethe import Entry, Memory
-from lethe._order import Order
 from lethe.decay import Exponential
+from lethe.ranking import Order
 from tests._support import START, fake_clock
 from tests.test_index import HALF_LIFE, T0, _observe, _twins, run_twins
 

@@ -17,7 +17,8 @@ from lethe._clock import ManualClock
 from lethe._consolidate import jaccard_words
 from lethe._entry import Entry
 from lethe._errors import ClockWarning, LetheError, MemoryFullError, SummarizeError
-from lethe._memory import Memory, Stats
+from lethe._memory import Memory
+from lethe._reads import Stats
 
 __version__ = "0.1.0"
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import MISSING
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -41,6 +42,7 @@ from lethe._record import (
     Field,
     building,
     compiled,
+    defaults,
     fields,
     setters,
 )
@@ -324,72 +326,97 @@ _NAMESPACE: dict[str, Any] = {
 def _reader(cls: type, declared: tuple[Field, ...], row: bool) -> Callable[..., Any]:
     """``read(raw, where, reading)``: the entry the stored form ``raw`` holds (a row: a parsed
     JSON array; a document: an object), each field checked, else ValueError naming
-    ``where`` and the field (a row's instants by their stored names, ``inserted_us``)."""
-    names = [f.name for f in declared]
+    ``where`` and the field (a row's instants by their stored names, ``inserted_us``).
+    Fields declared ``since`` a later version may be absent (data written before): they
+    read as their default."""
+    namespace = {**_NAMESPACE, **setters(cls)}
+    values = defaults(cls, namespace)  # (derived attributes not set below keep their defaults)
+    later = [f for f in declared if f.since is not None]
+    for f in later:
+        namespace[f"_stored_{f.name}"] = f.default if f.factory is MISSING else f.factory()
     lines = ["def read(raw, where, reading):"]
     if row:
         order = _row_order(declared)
+        size, least = len(order), len(order) - len(later)
+        namespace["_PAD"] = tuple(namespace[f"_stored_{f.name}"] for f in later)
         lines += [
-            f"    if type(raw) is not list or len(raw) != {len(order)}:",
-            f"        _listed(raw, {len(order)})",
-            f"    {', '.join(f.name for f in order)}, = raw",
+            f"    if type(raw) is not list or len(raw) != {size}:",
+            f"        raw = _padded(raw, {least}, _PAD)  # written before the later fields (or refused)",
+            f"    {', '.join(f'_v_{f.name}' for f in order)}, = raw",
         ]
     else:
+        namespace["_NAMES"] = frozenset(f.name for f in declared)
+        namespace["_LATER"] = frozenset(f.name for f in later)
         lines += [
             "    if type(raw) is not dict and not isinstance(raw, _Mapping):  # (from JSON: a dict)",
             "        _objected(raw, where[:-1])",
             "    if raw.keys() != _NAMES:",
-            "        _exact(raw, _NAMES, where)",
+            "        _exact(raw, _NAMES, where, _LATER)",
             "    moments = reading.moments",
         ]
-        lines += [f"    {n} = raw[{n!r}]" for n in names if n not in _instants(declared)]
-    values = {f.name: f.name for f in declared}
+        for f in declared:
+            if f.kind != INSTANT:
+                got = f"raw.get({f.name!r}, _stored_{f.name})" if f.since is not None else f"raw[{f.name!r}]"
+                lines.append(f"    _v_{f.name} = {got}")
     for f in declared:
+        values[f.name] = f"_v_{f.name}"
         if f.kind != INSTANT:
             continue
         assert f.exact is not None
-        values[f.exact] = f.exact
+        values[f.exact] = f"_v_{f.exact}"
         if row:
-            parse = f"row_time({f.name}, where + {f.exact!r})"
+            raw_value = f"_v_{f.name}"
+            parse = f"row_time({raw_value}, where + {f.exact!r})"
         else:
-            lines.append(f"    _t = raw[{f.name!r}]")
+            raw_value = "_t"
+            got = f"raw.get({f.name!r}, _stored_{f.name})" if f.since is not None else f"raw[{f.name!r}]"
+            lines.append(f"    _t = {got}")
             parse = f"_document_time(_t, moments, where + {f.name!r})"
-            if f.default is not None:  # required: most are shared by entries, found here at once
+            if f.required:  # most are shared by entries put together: found here at once
                 parse = f"(type(_t) is str and moments.get(_t)) or {parse}"
-        source = parse if f.default is not None else f"(None, None) if {f.name if row else '_t'} is None else {parse}"
-        lines.append(f"    {f.name}, {f.exact} = {source}")
+        if not f.required:
+            parse = f"(None, None) if {raw_value} is None else {parse}"
+        lines.append(f"    _v_{f.name}, _v_{f.exact} = {parse}")
     tests, fast, slow = [], [], []
     for f in declared:
         if f.kind == INSTANT:
             if f.after is not None:
                 after = next(a for a in declared if a.name == f.after)
-                tests.append(f"{f.exact} >= {after.exact}")
+                tests.append(f"_v_{f.exact} >= _v_{after.exact}")
                 slow += [
-                    f"    if {f.exact} < {after.exact}:",
-                    f"        raise ValueError(f'{{where}}{f.name}: earlier than {f.after}')",
+                    f"    if _v_{f.exact} < _v_{after.exact}:",
+                    f"        raise ValueError(where + {f'{f.name}: earlier than {f.after}'!r})",
                 ]
             continue
-        where = f"where + {f.name!r}"
+        v, where = f"_v_{f.name}", f"where + {f.name!r}"
         test, fast_value = _FAST[f.kind]
         if test is not None:
-            tests.append(test.format(v=f.name))
+            tests.append(test.format(v=v))
         if fast_value != "{v}":
-            fast.append(f"        {f.name} = {fast_value.format(v=f.name, w=where)}")
+            fast.append(f"        {v} = {fast_value.format(v=v, w=where)}")
         if _SLOW[f.kind] != "{v}":
-            slow.append(f"    {f.name} = {_SLOW[f.kind].format(v=f.name, w=where)}")
-    build = building(cls, values, "        ")
+            slow.append(f"    {v} = {_SLOW[f.kind].format(v=v, w=where)}")
     lines += [
         "    plain = reading.plain",
-        f"    if {' and '.join(tests)}:",
+        f"    if {' and '.join(tests) or 'True'}:",
         *fast,
-        build,
-        "        return r",
+        building(cls, values, "        "),
+        "        return _r",
         *slow,
         building(cls, values),
-        "    return r",
+        "    return _r",
     ]
-    namespace = {**_NAMESPACE, **setters(cls), "_NAMES": frozenset(names), "_exact": exact_fields}
+    namespace["_exact"], namespace["_padded"] = exact_fields, _padded
     return compiled("\n".join(lines) + "\n", namespace, "read")
+
+
+def _padded(raw: Any, least: int, pad: tuple[Any, ...]) -> list[Any]:
+    """``raw``, a row written before the last ``len(pad)`` fields were added (it holds at least
+    ``least``), with their stored defaults; else ValueError saying what a row holds."""
+    size = least + len(pad)
+    if type(raw) is not list or not least <= len(raw) <= size:
+        _listed(raw, size)
+    return [*raw, *pad[len(raw) - least :]]
 
 
 def _instants(declared: tuple[Field, ...]) -> set[str]:
@@ -409,7 +436,7 @@ def _writer(declared: tuple[Field, ...], row: bool) -> Callable[..., Any]:
         a = f"e.{f.name}"
         if f.kind == INSTANT:
             out = f"_exact_us({a})" if row else f"_iso({a}, texts)"
-            out = out if f.default is not None else f"None if {a} is None else {out}"
+            out = out if f.required else f"None if {a} is None else {out}"
         elif f.kind == METADATA:
             out = a if row else f"dict({a}) if {a} else {{}}"
         elif f.kind == KEY and row:
@@ -434,11 +461,13 @@ def field_of(data: Mapping[str, Any], name: str, where: str, default: Any = _MIS
         raise ValueError(f"{where}{name}: missing") from None
 
 
-def exact_fields(data: Mapping[str, Any], names: frozenset[str], where: str) -> None:
-    """ValueError naming the first missing or unknown field of ``data``."""
+def exact_fields(
+    data: Mapping[str, Any], names: frozenset[str], where: str, optional: frozenset[str] = frozenset()
+) -> None:
+    """ValueError naming the first missing (and not ``optional``) or unknown field of ``data``."""
     if data.keys() == names:
         return
-    for name in sorted(names):
+    for name in sorted(names - optional):
         field_of(data, name, where)
     unknown = sorted(map(str, set(data) - names))
     if unknown:

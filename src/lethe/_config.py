@@ -2,7 +2,8 @@
 
 :class:`Config` holds what the caller chose (the constructor's fields) and
 what follows from it: the scorer that calls the decay function and the empty
-ranking strategy (an index when the decay function allows one, else a scan).
+ranking strategy (an index when the decay function allows one, else a scan:
+:func:`lethe.ranking.choose`).
 Every version of a memory made by a write carries the same ``Config`` object;
 only :func:`build` makes a new one.
 """
@@ -15,17 +16,14 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from lethe._bounds import Bounds
 from lethe._clock import from_us
 from lethe._entry import Entry
-from lethe._groups import Groups
-from lethe._order import Order
-from lethe._ranking import SCAN, Ranking
 from lethe._scoring import Scorer, make_scorer
 from lethe._validate import duration, hook, integer, unit
 from lethe.decay._adapter import CUSTOM, is_builtin, name_of
 from lethe.decay._adapter import to_dict as decay_to_dict
 from lethe.decay._registry import BUILTINS, by_name, from_dict
+from lethe.ranking import Ranking, choose
 
 #: The fields a document (``to_dict``) and a store keep, in the order they are declared and saved.
 STORED = ("max_entries", "decay_fn", "half_life", "eviction_threshold", "summarize_threshold")
@@ -59,6 +57,17 @@ class Config:
     def fields(self) -> dict[str, Any]:
         """The constructor's fields, as ``Memory(**fields)`` takes them."""
         return {name: getattr(self, name) for name in FIELDS}
+
+    def changed(self, changes: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`fields` with ``changes`` (``Memory.configure``).
+
+        Raises:
+            TypeError: a change names no field (naming it).
+        """
+        unknown = set(changes) - set(FIELDS)
+        if unknown:
+            raise TypeError(f"unknown configuration field(s): {sorted(unknown)}")
+        return {**self.fields(), **changes}
 
     def rebuild_fields(self) -> dict[str, Any]:
         """:meth:`fields`, but a decay function built from a name given as that name:
@@ -226,7 +235,7 @@ def build(fields: dict[str, Any], source: Config | None = None, held: int = 0) -
         on_evict=fields["on_evict"],
         clock_fn=fields["clock_fn"],
         scorer=scorer,
-        ranking=_ranking(scorer),
+        ranking=choose(scorer),
         named=named,
     )
 
@@ -242,19 +251,6 @@ def name_built_from(decay_fn: object, half_life: float) -> str | None:
     except (TypeError, ValueError):  # a half-life the name cannot be built with
         return None
     return name if same is True else None
-
-
-def _ranking(scorer: Scorer) -> Ranking:
-    """The ranking of an empty memory: one index for one rate (``decay_rate``), an index per
-    group for a ranking fixed within groups (``rank_key``), a threshold search over time-invariant
-    bounds for scores that have them (ACT-R), else a scan."""
-    if scorer.rate_us is not None:
-        return Order(scorer.rate_us)
-    if scorer.rank_key is not None:
-        return Groups(scorer)
-    if scorer.bounds is not None:
-        return Bounds(scorer)
-    return SCAN
 
 
 _FRESH = Entry(key=0, value=None, inserted_at=from_us(0.0), last_accessed_at=from_us(0.0))

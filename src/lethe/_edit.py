@@ -1,23 +1,26 @@
-"""The one write path: a memory's map, ranking and deadlines, changed together.
+"""The one write path: a draft of a memory's next version, its structures changed together.
 
 Every write of a :class:`~lethe.Memory` starts an :class:`Edit` of the
-version it is called on, makes its changes through it (never to one
-structure alone, so the three always describe the same entries), and builds
-the new version from what the edit holds.  The structures are persistent: an
+version it is called on (``lethe._version.write``), makes its changes through
+it (never to one structure alone, so the map, the ranking and the deadlines
+always describe the same entries; the counters and the latest clock reading
+beside them), and the new version is built from what the edit holds.  The structures are persistent: an
 edit changes which ones it holds, never the ones the old version holds
 (pyrsistent's evolver, immutables' ``MapMutation``).
 """
 
 from __future__ import annotations
 
+import math
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from lethe import _expiry
 from lethe._btree import Tree
 from lethe._entry import Entry
 from lethe._gc import paused
-from lethe._map import PersistentMap
-from lethe._ranking import Ranking
+from lethe._map import EMPTY, PersistentMap
+from lethe.ranking import Ranking
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -27,17 +30,36 @@ _BULK = 8
 
 
 class Edit(Generic[K, V]):
-    """One operation's changes to a memory's contents (the map, the ranking and the deadlines)."""
+    """One operation's draft of a memory's next version: its contents (the map, the ranking and
+    the deadlines), its key and put-order counters, and the latest clock reading it saw.
 
-    __slots__ = ("deadlines", "entries", "ranking")
+    ``changed`` tells whether the contents changed (an entry added, removed or replaced).
+    """
+
+    __slots__ = ("changed", "deadlines", "entries", "latest", "latest_us", "next_key", "next_seq", "ranking")
 
     def __init__(self, entries: PersistentMap[K, Entry[K, V]], ranking: Ranking, deadlines: Tree) -> None:
         self.entries = entries
         self.ranking = ranking
         self.deadlines = deadlines
+        self.changed = False
+        self.next_key = self.next_seq = 0
+        self.latest: datetime | None = None
+        self.latest_us = -math.inf
+
+    def seen(self, now: datetime, now_us: float) -> None:
+        """Let the clock reading ``now`` (``now_us``) count, if later than the latest one."""
+        if now_us > self.latest_us:
+            self.latest, self.latest_us = now, now_us
+
+    def clear(self, ranking: Ranking) -> None:
+        """Remove every entry; ``ranking`` is the empty ranking of the memory.  O(1)."""
+        self.entries, self.ranking, self.deadlines = EMPTY, ranking, _expiry.NONE
+        self.changed = True
 
     def add(self, entry: Entry[K, V]) -> None:
         """Add ``entry``, whose key is absent.  O(log n)."""
+        self.changed = True
         self.entries = self.entries.add(entry.key, entry)
         self.ranking = self.ranking.add(entry)
         if entry.expires_us is not None:
@@ -45,6 +67,7 @@ class Edit(Generic[K, V]):
 
     def remove(self, entry: Entry[K, V]) -> None:
         """Remove ``entry``, which the memory holds.  O(log n)."""
+        self.changed = True
         self.entries = self.entries.delete(entry.key)
         self.ranking = self.ranking.remove(entry)
         if entry.expires_us is not None:
@@ -52,6 +75,7 @@ class Edit(Generic[K, V]):
 
     def replace(self, old: Entry[K, V], new: Entry[K, V]) -> None:
         """Put ``new`` in the place of ``old`` (an equal key).  O(log n)."""
+        self.changed = True
         if type(old.key) is type(new.key):
             self.entries = self.entries.replace(new.key, new)
         else:  # an equal key of another type (1 and True): the map keeps the new one
@@ -74,6 +98,8 @@ class Edit(Generic[K, V]):
         of the n entries: the map and ranking are rebuilt in bulk.
         """
         entries = self.entries
+        if removed or replaced or added:
+            self.changed = True
         if _BULK * (len(removed) + len(replaced) + len(added)) <= len(entries):
             for entry in removed:
                 self.remove(entry)

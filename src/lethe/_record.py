@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
 from typing import Any, NamedTuple, TypeVar
 
 T = TypeVar("T")
@@ -63,26 +64,34 @@ _PUTS = frozenset({GIVEN, CLOCK, OPTION, DEFAULT})
 _KIND = "lethe.kind"
 
 
-def declare(kind: str, *, exact: str | None = None, after: str | None = None, put: str = DEFAULT) -> dict[str, Any]:
+def declare(
+    kind: str, *, exact: str | None = None, after: str | None = None, put: str = DEFAULT, since: int | None = None
+) -> dict[str, Any]:
     """A stored field's declaration, as the ``metadata`` of its ``dataclasses.field``.
 
     Parameters:
         kind: What it holds (:data:`KEY`, :data:`INSTANT`, ...).
         exact: For an instant, the (derived, undeclared) attribute that holds its exact
             microseconds since the Unix epoch as a float.
-        after: For an instant, another instant it may not be earlier than.
+        after: For a required instant, another required instant it may not be earlier than.
         put: How a fresh record gets it (:data:`GIVEN`, :data:`CLOCK`, :data:`OPTION`, :data:`DEFAULT`).
+        since: The document format version that first wrote the field: data written before
+            lacks it and reads it as its default (it must have one, and be declared after
+            every field without ``since``).  None: written since the first version.
 
     Raises:
-        ValueError: an unknown kind or way, or ``exact``/``after`` on a field that is not an instant.
+        ValueError: an unknown kind or way, ``exact``/``after``/``put=CLOCK`` on a field
+            that is not an instant, or ``since`` not an int above 1.
     """
     if kind not in KINDS:
         raise ValueError(f"kind: expected one of {sorted(KINDS)}, got {kind!r}")
     if put not in _PUTS:
         raise ValueError(f"put: expected one of {sorted(_PUTS)}, got {put!r}")
-    if (exact is None) != (kind != INSTANT) or (after is not None and kind != INSTANT):
-        raise ValueError("exact (required) and after belong to instants only")
-    return {_KIND: Field("", kind, exact, after, put, default=None)}
+    if (exact is None) != (kind != INSTANT) or (kind != INSTANT and (after is not None or put == CLOCK)):
+        raise ValueError("exact (required), after and put=CLOCK belong to instants only")
+    if since is not None and (type(since) is not int or since < 2):
+        raise ValueError(f"since: expected a format version above 1, got {since!r}")
+    return {_KIND: Field("", kind, exact, after, put, since=since)}
 
 
 class Field(NamedTuple):
@@ -93,34 +102,55 @@ class Field(NamedTuple):
     exact: str | None
     after: str | None
     put: str
-    #: The default (``dataclasses.MISSING`` when it has none); ``default_factory`` fields call it.
-    default: Any
+    #: The format version that first wrote it (None: the first).
+    since: int | None = None
+    #: The default (``dataclasses.MISSING`` when it has none).
+    default: Any = dataclasses.MISSING
+    #: The default's factory (``dataclasses.MISSING`` when it has none).
+    factory: Any = dataclasses.MISSING
+
+    @property
+    def required(self) -> bool:
+        """Whether the field has no default."""
+        return self.default is dataclasses.MISSING and self.factory is dataclasses.MISSING
 
 
 def fields(cls: type) -> tuple[Field, ...]:
-    """The stored fields of record class ``cls``, in declaration order.
+    """The stored fields of record class ``cls`` (a dataclass), in declaration order.
 
     Raises:
-        TypeError: ``cls`` is not a frozen, slotted dataclass, or an attribute a
-            field names (``exact``, ``after``) is not one of its fields.
+        TypeError: ``cls`` is not a dataclass, or a declaration does not hold together
+            (naming the field): ``exact`` or ``after`` naming no field, ``after`` naming
+            an optional instant or another kind, a ``since`` field without a default or
+            declared before a field without ``since``.
     """
     known = _FIELDS.get(cls)
     if known is not None:
         return known
-    if not dataclasses.is_dataclass(cls) or "__slots__" not in cls.__dict__:
-        raise TypeError(f"{cls.__name__} is not a slotted dataclass")
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError(f"{cls.__name__} is not a dataclass")
     names = {f.name for f in dataclasses.fields(cls)}
-    out = []
+    out: list[Field] = []
     for f in dataclasses.fields(cls):
         declared = f.metadata.get(_KIND)
         if declared is None:
             continue
-        default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
-        field = declared._replace(name=f.name, default=default)
-        for other in (field.exact, field.after):
-            if other is not None and other not in names:
-                raise TypeError(f"{cls.__name__}.{f.name} names {other!r}, which is not a field")
+        field = declared._replace(name=f.name, default=f.default, factory=f.default_factory)
+        where = f"{cls.__name__}.{f.name}"
+        if field.exact is not None and field.exact not in names:
+            raise TypeError(f"{where} names {field.exact!r}, which is not a field")
+        if field.since is not None and field.required:
+            raise TypeError(f"{where}: a field added in a later version (since=) needs a default")
+        if field.since is None and any(o.since is not None for o in out):
+            raise TypeError(f"{where}: declared after a field with since=; fields added later come last")
         out.append(field)
+    for field in out:
+        if field.after is not None:
+            other = next((o for o in out if o.name == field.after), None)
+            if other is None or other.kind != INSTANT or not other.required or not field.required:
+                raise TypeError(
+                    f"{cls.__name__}.{field.name}: after= names {field.after!r}; both must be required instants"
+                )
     declared = _FIELDS[cls] = tuple(out)
     return declared
 
@@ -134,26 +164,38 @@ def attributes(cls: type) -> tuple[str, ...]:
 
 
 def compiled(source: str, namespace: Mapping[str, Any], name: str) -> Callable[..., Any]:
-    """Function ``name`` defined by ``source``, compiled with ``namespace`` as its globals."""
-    scope = dict(namespace)
-    exec(compile(source, f"<lethe {name}>", "exec"), scope)
-    fn: Callable[..., Any] = scope[name]
+    """Function ``name`` defined by ``source``, compiled with ``namespace`` bound as closure
+    variables (read as fast as locals, faster than globals)."""
+    bound = "".join(f"    {key} = _names[{key!r}]\n" for key in sorted(namespace))
+    body = "\n".join("    " + line if line else line for line in source.splitlines())
+    factory = f"def _make(_names):\n{bound}{body}\n    return {name}\n"
+    scope: dict[str, Any] = {}
+    exec(compile(factory, f"<lethe {name}>", "exec"), scope)  # (our own source, built from a declaration)
+    fn: Callable[..., Any] = scope["_make"](namespace)
     return fn
 
 
 def setters(cls: type) -> dict[str, Any]:
-    """The namespace generated builders of ``cls`` run in: ``_new`` and ``_set_<attribute>``."""
+    """The names generated builders of ``cls`` use: ``_cls``, ``_new`` and ``_set_<attribute>``
+    (a slot's setter).
+
+    Raises:
+        TypeError: an attribute of ``cls`` is not a slot (``cls`` is not slotted).
+    """
     out: dict[str, Any] = {"_cls": cls, "_new": object.__new__}
     for name in attributes(cls):
-        out[f"_set_{name}"] = getattr(cls, name).__set__
+        setter = getattr(getattr(cls, name, None), "__set__", None)
+        if setter is None:
+            raise TypeError(f"{cls.__name__}.{name} is not a slot: builders need a slotted dataclass")
+        out[f"_set_{name}"] = setter
     return out
 
 
 def building(cls: type, values: Mapping[str, str], indent: str = "    ") -> str:
-    """Source lines that build ``r``, an instance of ``cls``, with every attribute set from
-    the expression ``values`` gives for it (the namespace is :func:`setters`')."""
-    lines = [f"{indent}r = _new(_cls)"]
-    lines += [f"{indent}_set_{name}(r, {values[name]})" for name in attributes(cls)]
+    """Source lines that build ``_r``, an instance of ``cls``, with every attribute set from
+    the expression ``values`` gives for it (the names are :func:`setters`')."""
+    lines = [f"{indent}_r = _new(_cls)"]
+    lines += [f"{indent}_set_{name}(_r, {values[name]})" for name in attributes(cls)]
     return "\n".join(lines)
 
 
@@ -162,7 +204,7 @@ def changer(cls: type, names: tuple[str, ...]) -> Callable[..., Any]:
     attributes ``names`` set to ``values``, in that order, and every other one kept.
 
     Raises:
-        TypeError: a name is not an attribute of ``cls``.
+        TypeError: a name is not an attribute of ``cls``, or ``cls`` is not slotted.
     """
     change = _CHANGERS.get((cls, names))
     if change is not None:
@@ -171,9 +213,9 @@ def changer(cls: type, names: tuple[str, ...]) -> Callable[..., Any]:
     for name in names:
         if name not in known:
             raise TypeError(f"{cls.__name__} has no field {name!r}")
-    params = [f"v{i}" for i in range(len(names))]
-    values = {name: f"e.{name}" for name in known} | dict(zip(names, params))
-    source = f"def change(e, {', '.join(params)}):\n{building(cls, values)}\n    return r\n"
+    params = [f"_v{i}" for i in range(len(names))]
+    values = {name: f"_e.{name}" for name in known} | dict(zip(names, params))
+    source = f"def change(_e, {', '.join(params)}):\n{building(cls, values)}\n    return _r\n"
     change = _CHANGERS[cls, names] = compiled(source, setters(cls), "change")
     return change
 
@@ -196,6 +238,34 @@ def evolve(record: T, **changes: Any) -> T:
     return new
 
 
+def defaults(cls: type, namespace: dict[str, Any]) -> dict[str, str]:
+    """The expression of each attribute's default, for generated source; the values go into
+    ``namespace`` (a factory is called each time; a declared instant's exact microseconds
+    follow its default)."""
+    out: dict[str, str] = {}
+    for f in dataclasses.fields(cls):
+        if f.default_factory is not dataclasses.MISSING:
+            namespace[f"_factory_{f.name}"] = f.default_factory
+            out[f.name] = f"_factory_{f.name}()"
+        else:
+            namespace[f"_default_{f.name}"] = None if f.default is dataclasses.MISSING else f.default
+            out[f.name] = f"_default_{f.name}"
+    for declared in fields(cls):
+        if declared.exact is not None and declared.put == DEFAULT:
+            default = None if declared.default is dataclasses.MISSING else declared.default
+            namespace[f"_default_{declared.exact}"] = None if default is None else _exact_us(default)
+            out[declared.exact] = f"_default_{declared.exact}"
+    return out
+
+
+def _exact_us(moment: datetime) -> float:
+    delta = moment - _EPOCH
+    return float((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
 def fresh_builder(cls: type) -> Callable[..., Any]:
     """A compiled ``fresh(*given, stamp, options)``: a new record of ``cls``.
 
@@ -203,33 +273,29 @@ def fresh_builder(cls: type) -> Callable[..., Any]:
     write's clock reading, ``(datetime, microseconds)``, for every :data:`CLOCK` instant;
     ``options`` holds the :data:`OPTION` fields in declaration order, each instant followed
     by its exact microseconds.  Every other field takes its default.
+
+    Raises:
+        TypeError: ``cls`` is not slotted.
     """
-    declared = fields(cls)
-    given = [f.name for f in declared if f.put == GIVEN]
-    options: list[str] = []
-    values = {name: f"_default_{name}" for name in attributes(cls)}
     namespace = setters(cls)
-    for name in attributes(cls):
-        default = next((f.default for f in dataclasses.fields(cls) if f.name == name), None)
-        namespace[f"_default_{name}"] = default if default is not dataclasses.MISSING else None
-    for f in declared:
+    values = defaults(cls, namespace)
+    given: list[str] = []
+    options: list[str] = []
+    for f in fields(cls):
         if f.put == GIVEN:
-            values[f.name] = f.name
+            given.append(f"_v_{f.name}")
+            values[f.name] = f"_v_{f.name}"
         elif f.put == CLOCK:
             values[f.name] = "_now"
             if f.exact is not None:
                 values[f.exact] = "_now_us"
         elif f.put == OPTION:
-            values[f.name] = f.name
-            options.append(f.name)
-            if f.exact is not None:
-                values[f.exact] = f.exact
-                options.append(f.exact)
-        else:
-            namespace[f"_default_{f.name}"] = f.default
-    unpack = f"    {', '.join(options)}{',' if len(options) == 1 else ''} = options\n" if options else ""
+            for name in (f.name, f.exact) if f.exact is not None else (f.name,):
+                options.append(f"_v_{name}")
+                values[name] = f"_v_{name}"
+    unpack = f"    {', '.join(options)}, = _options\n" if options else ""
     source = (
-        f"def fresh({''.join(g + ', ' for g in given)}stamp, options):\n"
-        f"    _now, _now_us = stamp\n{unpack}{building(cls, values)}\n    return r\n"
+        f"def fresh({''.join(g + ', ' for g in given)}_stamp, _options):\n"
+        f"    _now, _now_us = _stamp\n{unpack}{building(cls, values)}\n    return _r\n"
     )
     return compiled(source, namespace, "fresh")

@@ -38,6 +38,7 @@ from lethe._cli._format import (
 )
 from lethe._cli._models import half_life_of
 from lethe._cli._states import count_text, counts, state
+from lethe._version import snapshot_of
 from lethe.decay import BUILTINS
 from lethe.store import Shared, SQLiteStore, StoreError
 from lethe.store._shared import stored_template
@@ -580,7 +581,7 @@ def inspect_rows(
         pairs = [(e, None) for e in entries]
     # Entries past their deadline are gone for every read, but the file still holds them
     # (the next write would remove and report them): listed last, as expired.
-    gone = sorted((e for e in mem._entries.values() if e.key not in mem), key=lambda e: e.seq, reverse=True)
+    gone = sorted((e for e in snapshot_of(mem).entries.values() if e.key not in mem), key=lambda e: e.seq, reverse=True)
     pairs += [(e, 0.0 if scored else None) for e in gone]
     states = [state(entry, score, mem, at) for entry, score in pairs]
     order = list(range(len(pairs)))

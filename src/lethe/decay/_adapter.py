@@ -296,13 +296,13 @@ class Adapter:
         fast: ``_raw(entry, now_us)`` of a built-in, else None.
         values: A built-in's ``_values(entries, now_us)`` (rank values of many), else None.
         rate_us: The one decay rate per microsecond of every entry (``decay_rate``), else None.
-        rank_key: ``(entry) -> (group, key)`` when the function declares ``rank_key`` (and no
-            ``decay_rate``), the importance added to the group when the memory multiplies by it
-            (a custom function's results checked); else None.
+        rank_key: ``(entry) -> (group, key)`` when the function declares ``rank_key``, the
+            importance added to the group when the memory multiplies by it (a custom function's
+            results checked); else None.
         bounds: ``(rank_bounds, bound, exact)`` of a built-in whose scores lie between
-            time-invariant bounds (``_rank_bounds``, ``_bound``, ``_exact``; see ``lethe._bounds``),
-            the importance added to the group and to the bound when the memory multiplies by it;
-            else None.
+            time-invariant bounds (``_rank_bounds``, ``_bound``, ``_exact``; see
+            ``lethe.ranking._bounded``), the importance added to the group and to the bound when
+            the memory multiplies by it; else None.
         rehearse: ``(entry, now, now_us) -> new decay_state`` (``now`` may be
             None), or None when the function keeps no state.
         time_until, dump_state, load_state, merge_states: The optional members, or None.
@@ -366,18 +366,21 @@ class Adapter:
         self.raw_us = self._checked_us if fast is None else fast
         # A built-in may score a whole list at once (importance and expiry included).
         self.values = getattr(fn, "_values", None) if fast is not None and self.multiply else None
-        # One rate for every entry: the ranking never changes, so the memory can index it.
+        # What the function allows a memory to index, each found on its own: which ranking it
+        # gets when it allows several is lethe.ranking's choice (CHOICES), written there alone.
+        # One rate for every entry: the ranking never changes.
         rate = finite_float(getattr(fn, "decay_rate", None))
         declared = self.multiply and _rate_covers_score(fn)
         self.rate_us = rate / 1e6 if declared and rate is not None and rate > 0.0 else None
-        # A ranking fixed within groups of entries: the memory can index each group.
+        # A ranking fixed within groups of entries.
         rank_key = getattr(fn, "rank_key", None)
-        if self.rate_us is None and callable(rank_key) and _rate_covers_score(fn, "rank_key"):
+        if callable(rank_key) and _rate_covers_score(fn, "rank_key"):
             self.rank_key = _grouped(rank_key, builtin, self.multiply, where)
         else:
             self.rank_key = None
+        # Scores between time-invariant bounds.
         rank_bounds, bound, exact = (getattr(fn, name, None) for name in ("_rank_bounds", "_bound", "_exact"))
-        if fast is not None and self.rate_us is None and self.rank_key is None and rank_bounds and bound and exact:
+        if fast is not None and rank_bounds and bound and exact:
             self.bounds = _bounded(rank_bounds, bound, exact) if self.multiply else (rank_bounds, bound, exact)
         else:
             self.bounds = None

@@ -48,7 +48,7 @@ from lethe._clock import exact_us
 from lethe._codec import ENTRY, checked_int, checked_key, encode_key, reading, row_time
 from lethe._entry import Entry, FrozenDict
 from lethe._map import EMPTY
-from lethe._record import compiled
+from lethe._record import METADATA, compiled, fields
 from lethe._reprs import short_repr
 from lethe._serialize import check_entries
 from lethe._snapshot import Snapshot
@@ -204,7 +204,15 @@ _STATE_AT = ROW.index("decay_state")
 #: ``_free_kept(e)``: whether JSON gives back exactly what the caller gave in ``e`` (its value,
 #: summary, metadata: the fields the declaration stores as they are), tested field by field.
 _free_kept = compiled(
-    f"def kept(e):\n    return {' and '.join(f'_kept(e.{name})' for name in ENTRY.free)}\n", {"_kept": _kept}, "kept"
+    "def kept(e):\n    return "
+    + " and ".join(
+        f"(not e.{f.name} or _kept(e.{f.name}))" if f.kind == METADATA else f"_kept(e.{f.name})"
+        for f in fields(Entry)
+        if f.name in ENTRY.free
+    )
+    + "\n",
+    {"_kept": _kept},
+    "kept",
 )
 
 

@@ -25,6 +25,7 @@ from lethe._map import EMPTY
 from lethe._memory import Memory
 from lethe._snapshot import Snapshot
 from lethe._validate import is_number
+from lethe._version import applied, changes, config_of, rehooked, restored, snapshot_of
 from lethe.decay._adapter import CUSTOM, identity
 from lethe.store import _records
 from lethe.store._engine import Store
@@ -281,10 +282,10 @@ class Shared(Generic[K, V]):
         self._store = store
         self._name = name
         self._checkpoint_every = checkpoint_every
-        self._template_fn = template._config.decay_fn  # the one custom function this process has
-        self._on_evict = template._config.on_evict
-        self._summarize = template._config.summarize_fn
-        self._follow(template._config)
+        self._template_fn = config_of(template).decay_fn  # the one custom function this process has
+        self._on_evict = config_of(template).on_evict
+        self._summarize = config_of(template).summarize_fn
+        self._follow(config_of(template))
         self._summaries: dict[tuple[Any, int], tuple[Any, Any]] = {}
         self._attempt: list[Entry[K, V]] = []  # what the operations of one attempt of fn evicted
         self._lock = threading.RLock()
@@ -295,7 +296,7 @@ class Shared(Generic[K, V]):
         try:
             stored = store.config(name)
         except KeyError:  # a new name: store the template's entries too (another process may beat us to it)
-            snapshot = template._snapshot()
+            snapshot = snapshot_of(template)
             rows = [(e.seq, _records.row(e, self._decay_fn)) for e in snapshot.entries.values()]
             created = {**mine, "created": _records.new_tip()}
             stored = store.open(name, _records.dumps(created), _records.head(snapshot, _records.new_tip()), rows)
@@ -382,7 +383,7 @@ class Shared(Generic[K, V]):
         except (TypeError, ValueError) as exc:
             raise StoreError(f"{self._name!r}: the stored configuration cannot be read: {exc}") from None
         hooks = {name: getattr(current, name) for name in ("summarize_fn", "on_evict", "clock_fn")}
-        return dataclasses.replace(empty._config, **hooks)
+        return dataclasses.replace(config_of(empty), **hooks)
 
     def _restored(
         self, what: str, head: str, rows: Sequence[tuple[int, str]], config: Config | None = None
@@ -394,7 +395,7 @@ class Shared(Generic[K, V]):
             snapshot, tip = _records.snapshot(head, rows, config.decay_fn, config.max_entries)
         except ValueError as exc:
             raise StoreError(f"{self._name!r}: {what} cannot be read: {exc}") from None
-        return Memory._restored(config, snapshot), tip
+        return restored(Memory, config, snapshot), tip
 
     def _parsed(self, stored: str) -> dict[str, Any]:
         """The stored configuration document ``stored``, parsed: an object with every stored
@@ -513,12 +514,12 @@ class Shared(Generic[K, V]):
             if v != version + 1:
                 raise StoreError(f"{self._name!r}: the log goes from version {version} to {v} (truncated)")
             doc = self._configured(v, record)
-            config = mem._config if doc is None else self._adopted(doc[0], mem._config)
+            config = config_of(mem) if doc is None else self._adopted(doc[0], config_of(mem))
             change, prev, new_tip = self._change(v, record, evicted=False, decay_fn=config.decay_fn)
             if prev is not None and tip is not None and prev != tip:
                 raise _Diverged(version)
             try:
-                _records.check_change(change, mem._snapshot(), config.max_entries, whole=doc is not None)
+                _records.check_change(change, snapshot_of(mem), config.max_entries, whole=doc is not None)
             except ValueError as exc:
                 raise StoreError(f"{self._name!r}: log record {v} was not made on version {version}: {exc}") from None
             if doc is not None:  # a new configuration: the record holds every entry
@@ -531,10 +532,10 @@ class Shared(Generic[K, V]):
                     change.latest_us,
                     written,
                 )
-                mem = Memory._restored(config, snapshot)
+                mem = restored(Memory, config, snapshot)
             else:
                 try:
-                    mem = mem._applied(change)
+                    mem = applied(mem, change)
                 except KeyError as exc:
                     raise StoreError(f"{self._name!r}: log record {v} removes a key not held: {exc}") from None
             version, tip = v, new_tip
@@ -544,8 +545,8 @@ class Shared(Generic[K, V]):
         """Make ``mem`` (at ``version``, whose tip is ``tip``) the replica, and follow its
         configuration when a record changed it."""
         self._version, self._replica, self._tip = version, mem, tip
-        if mem._config is not self._config:
-            self._follow(mem._config)
+        if config_of(mem) is not self._config:
+            self._follow(config_of(mem))
 
     def _catch_up(self) -> None:
         """Fold the log after :attr:`version` into the replica (from the current entries when
@@ -595,7 +596,7 @@ class Shared(Generic[K, V]):
     def _check_clock(self) -> None:
         """Warn (:class:`~lethe.ClockWarning`, once until it passes) when the memory's latest
         clock reading is ahead of this process's clock by more than ``max_clock_skew``."""
-        latest = self._replica._latest_us
+        latest = snapshot_of(self._replica).latest_us
         if latest == -math.inf or self._max_skew_us == math.inf:
             return
         clock = self._config.clock_fn or utc_now
@@ -831,7 +832,7 @@ class Shared(Generic[K, V]):
                 self._catch_up()
                 while True:
                     base, version, tip = self._replica, self._version, self._tip
-                    runner = base._rehooked(self._run_config, ())
+                    runner = rehooked(base, self._run_config, ())
                     self._attempt.clear()
                     before = 0 if running is None else running.commits
                     out = fn(runner)
@@ -993,13 +994,13 @@ class Shared(Generic[K, V]):
             while True:
                 base, version, tip = self._replica, self._version, self._tip
                 new = base.configure(**changes)
-                doc, was = _config_document(new._config), _config_document(base._config)
+                doc, was = _config_document(config_of(new)), _config_document(config_of(base))
                 if _mismatch(doc, was) is None:
                     return base  # nothing stored changes
                 if self._created is not None:
                     doc["created"] = was["created"] = self._created
-                fn = new._config.decay_fn
-                written = [(e.seq, _records.row(e, fn)) for e in sorted(new._entries.values(), key=_seq)]
+                fn = config_of(new).decay_fn
+                written = [(e.seq, _records.row(e, fn)) for e in sorted(snapshot_of(new).entries.values(), key=_seq)]
                 new_tip = _records.new_tip()
                 head = self._head(new, new_tip)
                 text = _records.dumps(doc)
@@ -1008,7 +1009,7 @@ class Shared(Generic[K, V]):
                 if self._call(self._store.append, version + 1, record, head, written, (), text):
                     if doc["decay_fn"].get("name") == CUSTOM:
                         self._template_fn = fn  # this process has it now: it follows a change back to it
-                    self._follow(new._config)
+                    self._follow(config_of(new))
                     self._version, self._replica, self._tip = version + 1, new, new_tip
                     self._maybe_checkpoint()
                     if outer is not None:
@@ -1021,16 +1022,17 @@ class Shared(Generic[K, V]):
     ) -> Memory[K, V] | bool:
         """Append what turns ``base`` (at ``version``, whose tip is ``tip``) into ``new``: the
         committed memory, True when there was nothing to commit, False when it did not go in."""
-        if not isinstance(new, Memory) or new._config is not runner._config:
+        if not isinstance(new, Memory) or config_of(new) is not config_of(runner):
             what = type(new).__name__ if not isinstance(new, Memory) else "a Memory with another configuration"
             raise TypeError(f"fn must return a Memory made from the one it was given, got {what}")
-        change = runner._changes(new, self._evicted_by(new))
-        if not change and not change.evicted and change.next_key == base._next_key and (
-            change.next_seq == base._next_seq and change.latest_us == base._latest_us
+        change = changes(runner, new, self._evicted_by(new))
+        was = snapshot_of(base)
+        if not change and not change.evicted and change.next_key == was.next_key and (
+            change.next_seq == was.next_seq and change.latest_us == was.latest_us
         ):
             return True  # nothing to commit
         fn = self._decay_fn
-        held = base._entries
+        held = was.entries
         written = [(e.seq, _records.row(e, fn)) for e in change.written]
         removed = [held[k].seq for k in change.removed]
         for e in change.written:
@@ -1044,7 +1046,7 @@ class Shared(Generic[K, V]):
         version += 1
         if not self._call(self._store.append, version, record, head, written, removed):
             return False
-        committed: Memory[K, V] = new._rehooked(base._config, change.evicted)
+        committed: Memory[K, V] = rehooked(new, config_of(base), change.evicted)
         self._version, self._replica, self._tip = version, committed, new_tip
         self._maybe_checkpoint()
         return committed
@@ -1070,7 +1072,7 @@ class Shared(Generic[K, V]):
                 was damaged so), and nothing is written: a head no replica could read.
         """
         try:
-            return _records.head(new._snapshot(), tip)
+            return _records.head(snapshot_of(new), tip)
         except ValueError as exc:
             raise StoreError(f"{self._name!r}: {exc}; nothing was written") from None
 
@@ -1084,7 +1086,7 @@ class Shared(Generic[K, V]):
         each once, in the order they were evicted."""
         if not self._attempt:
             return ()
-        held = new._entries
+        held = snapshot_of(new).entries
         seen: set[tuple[Any, int]] = set()
         out = []
         for e in self._attempt:

@@ -1,4 +1,4 @@
-"""The ranking index of a memory whose decay function has one rate for every entry.
+"""The single-rate ranking: the index of a decay function with one rate for every entry.
 
 When ``score = importance * exp(-rate * (now - last_access))`` for all entries
 (a decay function declaring ``decay_rate``, such as ``Exponential``), the
@@ -8,7 +8,7 @@ origin)``.  The index keeps entries sorted by ``(key, seq)`` in a persistent
 B+tree (pinned entries at ``key = +inf``), so the top, the bottom and any
 score range are found in O(log n) instead of scoring every entry.  (The
 deadlines of entries with a ``ttl`` are the memory's own concern, indexed or
-not: see ``_expiry``.)
+not: see ``lethe._expiry``.)
 
 Scores themselves are always computed by the decay function, exactly as for
 an unindexed memory; the index only finds the candidates.  Float rounding can
@@ -52,8 +52,8 @@ from typing import Any
 
 from lethe._btree import Tree
 from lethe._entry import Entry
-from lethe._map import PersistentMap
 from lethe._scoring import Scorer, clamp
+from lethe.ranking._protocol import Entries
 
 _INF = math.inf
 _LOWEST = (-_INF, -1)
@@ -67,7 +67,6 @@ _UNDERFLOW = -746.0
 # its product with importance, |computed - exact| <= (importance + 1) * _TINY.
 _TINY = 2.0**-1073
 
-Entries = PersistentMap[Any, Entry[Any, Any]]
 _KEY = itemgetter(0)
 _NONE: frozenset[float] = frozenset()
 
@@ -97,7 +96,7 @@ def _slack(c: float) -> float:
 
 class Order:
     """The ranking strategy of a decay function with one rate for every entry: an immutable
-    ``(key, seq)`` index of a memory's entries (see ``_ranking.Ranking``)."""
+    ``(key, seq)`` index of a memory's entries (see :class:`~lethe.ranking.Ranking`)."""
 
     __slots__ = ("keys", "max_importance", "mixed", "origin_us", "rate_us")
 
@@ -107,9 +106,12 @@ class Order:
     max_importance: float
     mixed: frozenset[float]  # keys whose run may hold entries that do not score alike
 
-    def __init__(self, rate_us: float, origin_us: float = math.nan) -> None:
+    def __init__(self, scorer: Scorer) -> None:
+        rate_us = scorer.rate_us
+        if rate_us is None:
+            raise ValueError("Order needs a decay function that declares decay_rate")
         self.rate_us = rate_us
-        self.origin_us = origin_us
+        self.origin_us = math.nan
         self.max_importance = 0.0
         self.keys = Tree()
         self.mixed = _NONE
@@ -194,13 +196,10 @@ class Order:
 
     def rebuilt(self, entries: Iterable[Entry[Any, Any]], origin_us: float) -> Order:
         """An index of ``entries`` keyed from ``origin_us`` (O(n log n))."""
-        new = Order(self.rate_us, origin_us)
-        key = new.key
+        empty = self._with(Tree(), origin_us, 0.0, _NONE)
+        key = empty.key
         items = sorted((key(e), e.seq, e) for e in entries)
-        new.keys = Tree(items)
-        new.max_importance = max((e.importance for _, _, e in items), default=0.0)
-        new.mixed = _mixed(items)
-        return new
+        return empty._with(Tree(items), origin_us, max((e.importance for _, _, e in items), default=0.0), _mixed(items))
 
     def edited(
         self, gone: Mapping[int, Entry[Any, Any]], replaced: dict[int, Entry[Any, Any]], added: list[Entry[Any, Any]]
