@@ -36,7 +36,7 @@ from typing import Any
 
 import lethe
 from lethe import Entry, ManualClock, Memory
-from lethe._map import PersistentMap
+from lethe._core.map import PersistentMap
 from lethe.ranking import SCAN
 
 DECAYS = ("exponential", "actr")

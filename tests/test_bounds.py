@@ -19,7 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lethe import Entry, ManualClock, Memory, _reads
+from lethe import Entry, ManualClock, Memory
+from lethe._memory import reads as _reads
 from lethe.decay import ACTR
 from lethe.ranking import MAX_GROUPS, Bounds, Scan
 

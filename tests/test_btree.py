@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lethe._btree import Tree
+from lethe._core.btree import Tree
 
 
 def _model_ops(ops: list[tuple[bool, float]], every: int = 1) -> None:
@@ -88,7 +88,7 @@ def test_bulk_load_equals_inserts() -> None:
 
 def _check_shape(tree: Tree) -> None:
     """Every node within its capacity, and each branch's probes and seqs those of its children."""
-    from lethe._btree import _MAX, _MIN, _high, _low, _parts
+    from lethe._core.btree import _MAX, _MIN, _high, _low, _parts
 
     def walk(node: object, height: int, root: bool) -> None:
         if not height:

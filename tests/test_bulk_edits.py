@@ -17,8 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lethe import Entry, Memory, _edit, _version
-from lethe._version import changes
+from lethe import Entry, Memory
+from lethe._memory import edit as _edit
+from lethe._memory import version as _version
+from lethe._memory.version import changes
 
 from ._support import invariants
 

@@ -16,9 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lethe import Entry, Memory, _version
-from lethe._change import Change
-from lethe._version import changes, config_of, restored, snapshot_of
+from lethe import Entry, Memory
+from lethe._core.change import Change
+from lethe._memory import version as _version
+from lethe._memory.version import changes, config_of, restored, snapshot_of
 
 from ._support import MODEL_IDS, MODELS, Model, fake_clock, summary
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from lethe import Memory
-from lethe._config import FIELDS, HOOKS, STORED, Config
+from lethe._memory.config import FIELDS, HOOKS, STORED, Config
 from lethe.decay import BUILTINS
 
 

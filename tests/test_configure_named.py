@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from lethe import ManualClock, Memory
-from lethe._config import name_built_from
+from lethe._memory.config import name_built_from
 from lethe.decay import ACTR, FSRS, AccessWeighted, Exponential
 from lethe.decay._registry import BUILTINS, by_name
 from lethe.store import InMemoryStore, Shared

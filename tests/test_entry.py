@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from lethe import Entry
-from lethe._entry import FrozenDict
-from lethe._map import PersistentMap
+from lethe._core.entry import FrozenDict
+from lethe._core.map import PersistentMap
 
 T = datetime(2026, 1, 1, tzinfo=timezone.utc)
 

@@ -22,9 +22,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lethe import ManualClock, Memory
-from lethe._forecast import first_us
-from lethe._scoring import Scorer
+from lethe._memory.forecast import first_us
 from lethe.decay import BUILTINS
+from lethe.decay._scorer import Scorer
 
 T0 = datetime(2026, 1, 1, 12, tzinfo=timezone.utc)
 US = timedelta(microseconds=1)

@@ -21,7 +21,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lethe import Entry, ManualClock, Memory, _reads
+from lethe import Entry, ManualClock, Memory
+from lethe._memory import reads as _reads
 from lethe.decay import (
     AccessFrequency,
     AccessWeighted,

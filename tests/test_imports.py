@@ -106,7 +106,7 @@ def test_the_core_imports_only_the_standard_library() -> None:
 
 def test_serialization_is_a_plain_converter() -> None:
     graph = _graph()
-    assert "lethe._memory" not in graph["lethe._serialize"]
+    assert "lethe._memory.memory" not in graph["lethe._memory.document"]
 
 
 def test_the_store_imports_whole_without_its_extras() -> None:
@@ -130,3 +130,35 @@ def test_the_store_imports_whole_without_its_extras() -> None:
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
     assert done.stdout.strip() == "ok", done.stderr
+
+
+#: Each layer of lethe and the layers it may import: the direction of imports the
+#: architecture map (docs/architecture.md) draws.  A module's layer is its top folder.
+LAYERS = {
+    "lethe._core": set(),
+    "lethe.decay": {"lethe._core"},
+    "lethe.ranking": {"lethe._core", "lethe.decay"},
+    "lethe._memory": {"lethe._core", "lethe.decay", "lethe.ranking"},
+    "lethe.store": {"lethe._core", "lethe.decay", "lethe.ranking", "lethe._memory", "lethe"},
+    "lethe._cli": {"lethe._core", "lethe.decay", "lethe.ranking", "lethe._memory", "lethe.store", "lethe"},
+}
+
+
+def _layer(module: str) -> str | None:
+    return next((layer for layer in LAYERS if module == layer or module.startswith(layer + ".")), None)
+
+
+def test_every_module_belongs_to_a_layer() -> None:
+    outside = sorted(m for m in _modules() if _layer(m) is None and m not in ("lethe", "lethe.__main__"))
+    assert outside == []
+
+
+def test_each_layer_imports_only_the_layers_below_it() -> None:
+    wrong = []
+    for module, imported in _graph().items():
+        layer = _layer(module)
+        if layer is None:
+            continue
+        allowed = LAYERS[layer] | {layer}
+        wrong += [(module, other) for other in sorted(imported) if (_layer(other) or other) not in allowed]
+    assert wrong == []

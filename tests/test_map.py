@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lethe._map import EMPTY, PersistentMap
+from lethe._core.map import EMPTY, PersistentMap
 
 from ._support import Collide
 
@@ -238,7 +238,7 @@ class TestDiff:
         assert a.diff(a) == ({}, [])
 
     def test_one_write_in_a_large_map_visits_only_its_path(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        import lethe._map as module
+        import lethe._core.map as module
 
         a = EMPTY.update({i: i for i in range(10_000)})
         b = a.set(10_000, "new").set(5, "five")

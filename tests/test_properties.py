@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lethe import Memory
-from lethe._map import PersistentMap
+from lethe._core.map import PersistentMap
 
 from ._support import Collide, fake_clock
 

@@ -19,8 +19,8 @@ import pytest
 
 import lethe.ranking
 from lethe import Entry, Memory
-from lethe._scoring import make_scorer
 from lethe.decay import ACTR, BUILTINS, Exponential, PowerLaw
+from lethe.decay._scorer import make_scorer
 from lethe.ranking import CHOICES, Bounds, Groups, Order, Ranking, Scan, choose
 
 #: The modules that hold what the rankings share, not a ranking.

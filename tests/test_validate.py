@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from lethe import Entry, ManualClock, Memory
-from lethe._validate import duration, finite_float, integer, number, unit
+from lethe._core.validate import duration, finite_float, integer, number, unit
 from lethe.decay import (
     BUILTINS,
     FSRS6_DEFAULT_PARAMETERS,

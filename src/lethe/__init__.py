@@ -13,12 +13,12 @@ lowest-scored entry is summarized and evicted, never silently dropped.
 1
 """
 
-from lethe._clock import ManualClock
-from lethe._consolidate import jaccard_words
-from lethe._entry import Entry
-from lethe._errors import ClockWarning, LetheError, MemoryFullError, SummarizeError
-from lethe._memory import Memory
-from lethe._reads import Stats
+from lethe._core.clock import ManualClock
+from lethe._core.entry import Entry
+from lethe._core.errors import ClockWarning, LetheError, MemoryFullError, SummarizeError
+from lethe._memory.consolidate import jaccard_words
+from lethe._memory.memory import Memory
+from lethe._memory.reads import Stats
 
 __version__ = "0.1.0"
 

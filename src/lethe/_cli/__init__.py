@@ -26,7 +26,7 @@ from lethe._cli import _inspect
 from lethe._cli._curves import curve_points, curves
 from lethe._cli._demo import demo
 from lethe._cli._format import CLIError, Progress, format_duration, parse_duration, parse_time, write_json
-from lethe._cli._inspect import crossing, inspect
+from lethe._cli._inspect import Source, crossing, inspect
 from lethe._cli._simulate import SIMULATE_LOG_FORMAT, SimulationReport, print_simulation, simulate
 
 __all__ = [
@@ -121,10 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.top,
                 args.sort,
                 args.json,
-                model=args.model,
-                name=args.name,
-                prefix=args.prefix,
-                timeout=args.timeout,
+                source=Source(model=args.model, name=args.name, prefix=args.prefix, timeout=args.timeout),
             )
         if args.command == "simulate":
             report = simulate(args.log, args.model, args.half_life, args.capacity)

@@ -38,7 +38,7 @@ from lethe._cli._format import (
 )
 from lethe._cli._models import half_life_of
 from lethe._cli._states import count_text, counts, state
-from lethe._version import snapshot_of
+from lethe._memory.version import snapshot_of
 from lethe.decay import BUILTINS
 from lethe.store import Shared, SQLiteStore, StoreError
 from lethe.store._shared import stored_template
@@ -632,6 +632,20 @@ def _iso(at: datetime, after: float | None) -> str | None:
     return None if after is None else (at + timedelta(seconds=after)).isoformat()
 
 
+@dataclass(frozen=True)
+class Source:
+    """How :func:`inspect` reads the memory at its ``path`` (None: the default)."""
+
+    #: A built-in decay model to score with (a memory saved with a custom one is shown unscored without it).
+    model: str | None = None
+    #: The memory to read in a store.
+    name: str | None = None
+    #: A Redis store's key prefix.
+    prefix: str | None = None
+    #: How long to keep trying to reach a server: a duration (``30s``, ``2m``).
+    timeout: str | None = None
+
+
 def inspect(
     path: str,
     at: str | None = None,
@@ -639,19 +653,18 @@ def inspect(
     sort: str = "score",
     as_json: bool = False,
     out: TextIO | None = None,
-    model: str | None = None,
-    name: str | None = None,
-    prefix: str | None = None,
-    timeout: str | None = None,
+    source: Source = Source(),
 ) -> int:
     """Print the entries of a saved memory with their scores, states, summaries and threshold crossings.
 
-    ``path`` is a ``Memory.to_dict()`` JSON file, a lethe store file or a store URL; ``name``
-    picks the memory in a store, ``prefix`` is a Redis store's key prefix, and ``timeout`` (a
-    duration: ``30s``, ``2m``) how long to keep trying to reach a server.  A URL is printed
-    without its password, in the output and in errors.  Prints to ``out``, else to
-    ``sys.stdout`` as it is when called.
+    ``path`` is a ``Memory.to_dict()`` JSON file, a lethe store file or a store URL;
+    ``source`` (:class:`Source`) tells how to read it: ``model`` names a built-in to
+    score with, ``name`` picks the memory in a store, ``prefix`` is a Redis store's key prefix,
+    and ``timeout`` (a duration: ``30s``, ``2m``) how long to keep trying to reach a server.
+    A URL is printed without its password, in the output and in errors.  Prints to ``out``,
+    else to ``sys.stdout`` as it is when called.
     """
+    timeout = source.timeout
     if out is None:
         out = sys.stdout
     moment = datetime.now(timezone.utc) if at is None else parse_time(at, "--at")
@@ -660,12 +673,19 @@ def inspect(
     seconds = None if timeout is None else parse_duration(timeout, "--timeout")
     clock = ManualClock(moment)
     try:
-        loaded = load(path, clock, model, name, prefix, seconds)
+        loaded = load(
+            path,
+            clock,
+            model=source.model,
+            name=source.name,
+            prefix=source.prefix,
+            timeout=seconds,
+        )
     except CLIError as exc:
         raise CLIError(scrubbed(str(exc), path)) from None
     where = shown(path)
     mem = loaded.memory
-    rows, by_state = inspect_rows(mem, clock, moment, sort, top, loaded.scored)
+    rows, by_state = inspect_rows(mem, clock, moment, sort=sort, top=top, scored=loaded.scored)
     half_life = half_life_of(mem) if loaded.scored else None
     upcoming = _next_eviction(mem) if loaded.scored else None
     expired = by_state.get("expired", 0)  # gone for every read, still in the file

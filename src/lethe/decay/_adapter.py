@@ -21,11 +21,11 @@ from collections.abc import Callable, Hashable
 from datetime import datetime
 from typing import Any
 
-from lethe._clock import from_us
-from lethe._entry import Entry
-from lethe._hooks import closed_if_awaitable
-from lethe._reprs import short_repr
-from lethe._validate import check_call, finite_float, is_number
+from lethe._core.clock import from_us
+from lethe._core.entry import Entry
+from lethe._core.hooks import closed_if_awaitable
+from lethe._core.reprs import short_repr
+from lethe._core.validate import check_call, finite_float, is_number
 
 __all__ = [
     "CUSTOM",

@@ -7,7 +7,7 @@ else from that declaration:
 
 * ``__init__`` validation: the explicit ``__init__`` passes its arguments to
   :meth:`Model._init`, which checks each with its ``Param.check`` (one of
-  :mod:`lethe._validate`'s checks), stores it in a slot, then lets the model
+  :mod:`lethe._core.validate`'s checks), stores it in a slot, then lets the model
   compute its derived fields (:meth:`Model._derive`);
 * ``__repr__``: every parameter that differs from its default, so equal reprs
   mean equal models (``ACTR()``, ``ACTR(threshold=-2.0)``);
@@ -45,9 +45,9 @@ from dataclasses import FrozenInstanceError
 from datetime import datetime
 from typing import Any, ClassVar, NamedTuple
 
-from lethe._clock import to_us
-from lethe._entry import Entry
-from lethe._reprs import short_repr
+from lethe._core.clock import to_us
+from lethe._core.entry import Entry
+from lethe._core.reprs import short_repr
 from lethe.decay._adapter import CUSTOM, Custom
 
 __all__ = ["Model", "Param", "Stateful"]
@@ -77,7 +77,7 @@ class Param(NamedTuple):
         load: ``(json, where, load_part) -> __init__ argument`` for ``from_dict``
             (the JSON as is if omitted); ``load_part`` rebuilds a nested decay function.
 
-    >>> from lethe._validate import duration
+    >>> from lethe._core.validate import duration
     >>> Param("half_life", duration).name
     'half_life'
     """

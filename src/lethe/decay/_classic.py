@@ -8,10 +8,10 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, ClassVar
 
-from lethe._clock import to_us
-from lethe._entry import Entry
-from lethe._reprs import short_repr
-from lethe._validate import duration, finite_float, integer, number
+from lethe._core.clock import to_us
+from lethe._core.entry import Entry
+from lethe._core.reprs import short_repr
+from lethe._core.validate import duration, finite_float, integer, number
 from lethe.decay._base import Model, Param, Stateful
 
 __all__ = ["ACTR", "AccessWeighted", "Exponential"]

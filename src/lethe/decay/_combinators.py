@@ -8,10 +8,10 @@ from datetime import timedelta
 from functools import partial
 from typing import Any, ClassVar
 
-from lethe._entry import Entry
-from lethe._record import evolve
-from lethe._reprs import short_repr
-from lethe._validate import duration, is_int, number, text
+from lethe._core.entry import Entry
+from lethe._core.record import evolve
+from lethe._core.reprs import short_repr
+from lethe._core.validate import duration, is_int, number, text
 from lethe.decay._adapter import Adapter, check_decay_function, moved_state, part_dict
 from lethe.decay._base import Load, Model, Param, Stateful
 from lethe.decay._classic import Exponential

@@ -8,9 +8,9 @@ from datetime import timedelta
 from functools import partial
 from typing import Any, ClassVar
 
-from lethe._entry import Entry
-from lethe._reprs import short_repr
-from lethe._validate import duration, finite_float, is_number, number, text
+from lethe._core.entry import Entry
+from lethe._core.reprs import short_repr
+from lethe._core.validate import duration, finite_float, is_number, number, text
 from lethe.decay._base import Model, Param
 
 __all__ = ["AdaptiveDecay", "EbbinghausLTP", "PowerLaw", "SoftFloor", "StabilityExponential"]
@@ -365,21 +365,10 @@ class AdaptiveDecay(Model):
         type_multipliers: Mapping[str, float] | Iterable[tuple[str, float]] | None = None,
         default_multiplier: float = 1.0,
     ) -> None:
-        self._init(
-            type_key,
-            connections_key,
-            channels_key,
-            base_rate,
-            min_retention,
-            access_stability_k,
-            relation_resistance_k,
-            channel_diversity_k,
-            recency_boost,
-            recency_age_threshold,
-            recency_access_threshold,
-            type_multipliers,
-            default_multiplier,
-        )
+        # Thirteen parameters: the model's declared ``params``, one by one, as ``Model`` requires of
+        # its constructor (public API).  ``_init`` takes them in declared order: picked here by name.
+        given = locals()
+        self._init(*[given[param.name] for param in AdaptiveDecay.params])
 
     def type_multiplier(self, kind: object) -> float:
         """The rate multiplier for a memory type (``default_multiplier`` if unknown)."""

@@ -6,9 +6,9 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from lethe._entry import Entry
-from lethe._reprs import short_repr
-from lethe._validate import finite_float, number
+from lethe._core.entry import Entry
+from lethe._core.reprs import short_repr
+from lethe._core.validate import finite_float, number
 from lethe.decay._base import Param, Stateful
 
 __all__ = ["FSRS", "FSRS6_DEFAULT_PARAMETERS", "FSRS6_PARAMETER_BOUNDS"]

@@ -10,7 +10,7 @@ from collections.abc import Callable, Hashable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
-from lethe._entry import Entry
+from lethe._core.entry import Entry
 
 __all__ = [
     "BatchValues",

@@ -8,8 +8,8 @@ from datetime import timedelta
 from types import MappingProxyType
 from typing import Any
 
-from lethe._reprs import short_repr
-from lethe._validate import duration
+from lethe._core.reprs import short_repr
+from lethe._core.validate import duration
 from lethe.decay._base import Model
 from lethe.decay._classic import ACTR, AccessWeighted, Exponential
 from lethe.decay._combinators import AccessFrequency, Blend, ByMetadata, Importance, Product, Recency

@@ -40,15 +40,18 @@ from heapq import heappop, heappush
 from itertools import count
 from typing import Any
 
-from lethe._btree import Tree
-from lethe._entry import Entry
-from lethe._scoring import Scorer
+from lethe._core.btree import Tree
+from lethe._core.entry import Entry
+from lethe.decay._scorer import Scorer
 from lethe.ranking._merged import Limit, Merged, live, next_live, valuer
 from lethe.ranking._protocol import Entries
 
 RankBounds = Callable[[Entry[Any, Any]], tuple[Hashable, float, float]]
 Bound = Callable[[Hashable, float, float, bool], float]
 Exact = Callable[[Hashable], bool]
+
+# Unread entries, the next of each group: (bound, negated if upper; tick, entry, key, group, the rest).
+Unread = tuple[float, int, Entry[Any, Any], Any, Hashable, Iterator[tuple[Any, ...]]]
 
 _FIRST = (-math.inf, -1)
 
@@ -84,9 +87,12 @@ class Bounds(Merged):
         _, bound, exact = _declared(self.scorer)
         tick = count()
         # Unread entries, the next of each group: (-upper bound, tick, entry, key, group, the rest).
-        unread: list[tuple[float, int, Entry[Any, Any], Any, Hashable, Iterator[tuple[Any, ...]]]] = []
+        unread: list[Unread] = []
         for group, (highs, _) in self.groups.items():
-            _push_next(unread, highs.descending(), group, bound, now_us, True, tick)
+            rest = highs.descending()
+            for key, _, e in rest:  # the first of the group, by its bound (pushed inline: a hot path)
+                heappush(unread, (-bound(group, key, now_us, True), next(tick), e, key, group, rest))
+                break
         # Scored: (-value, -seq, tick, entry, the run it heads in an exact group or None).
         found: list[tuple[float, int, int, Entry[Any, Any], tuple[Any, Tree] | None]] = []
         while True:
@@ -103,7 +109,9 @@ class Bounds(Merged):
                     rest = highs.descending_below((key, -1))
                 elif live(e, now_us):
                     heappush(found, (-value(e), -e.seq, next(tick), e, None))
-                _push_next(unread, rest, group, bound, now_us, True, tick)
+                for key, _, e in rest:  # the next of the group, if any
+                    heappush(unread, (-bound(group, key, now_us, True), next(tick), e, key, group, rest))
+                    break
             if not found:
                 return
             negative, _, _, e, run = heappop(found)
@@ -121,9 +129,13 @@ class Bounds(Merged):
         value = valuer(scorer, now, now_us)
         _, bound, exact = _declared(self.scorer)
         tick = count()
-        unread: list[tuple[float, int, Entry[Any, Any], Any, Hashable, Iterator[tuple[Any, ...]]]] = []
+        # Unread entries, the next of each group: (lower bound, tick, entry, key, group, the rest).
+        unread: list[Unread] = []
         for group, (_, lows) in self.groups.items():
-            _push_next(unread, lows.ascending_from(_FIRST), group, bound, now_us, False, tick)
+            rest = lows.ascending_from(_FIRST)
+            for key, _, e in rest:  # the first of the group, by its bound (pushed inline: a hot path)
+                heappush(unread, (bound(group, key, now_us, False), next(tick), e, key, group, rest))
+                break
         best: Entry[Any, Any] | None = None
         least = math.inf
         # Read while an unread entry may score at or below the lowest found (a tie may be put earlier).
@@ -134,26 +146,12 @@ class Bounds(Merged):
                 best, least = e, v
             if exact(group):  # the rest of the run scores alike and was put later: skip it
                 rest = self.groups[group][1].ascending_from((key, math.inf))
-            _push_next(unread, rest, group, bound, now_us, False, tick)
+            for key, _, e in rest:  # the next of the group, if any
+                heappush(unread, (bound(group, key, now_us, False), next(tick), e, key, group, rest))
+                break
         return best
 
     def soonest(self, entries: Entries) -> list[Entry[Any, Any]]:
         """Every unpinned entry: bounds do not tell which falls first."""
         return [item[2] for highs, _ in self.groups.values() for item in highs.to_list()]
 
-
-def _push_next(
-    unread: list[tuple[float, int, Entry[Any, Any], Any, Hashable, Iterator[tuple[Any, ...]]]],
-    rest: Iterator[tuple[Any, ...]],
-    group: Hashable,
-    bound: Bound,
-    now_us: float,
-    upper: bool,
-    tick: Iterator[int],
-) -> None:
-    """Push the next item of ``rest`` (a group read in bound order) as unread, with its bound
-    (negated when ``upper``: the heap gives the largest first)."""
-    for key, _, e in rest:
-        b = bound(group, key, now_us, upper)
-        heappush(unread, (-b if upper else b, next(tick), e, key, group, rest))
-        return

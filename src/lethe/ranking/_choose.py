@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from lethe._scoring import Scorer
+from lethe.decay._scorer import Scorer
 from lethe.ranking._bounded import Bounds
 from lethe.ranking._grouped import Groups
 from lethe.ranking._protocol import Ranking

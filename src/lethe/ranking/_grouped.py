@@ -41,9 +41,9 @@ from datetime import datetime
 from heapq import heappop, heappush
 from typing import Any
 
-from lethe._btree import Tree
-from lethe._entry import Entry
-from lethe._scoring import Scorer
+from lethe._core.btree import Tree
+from lethe._core.entry import Entry
+from lethe.decay._scorer import Scorer
 from lethe.ranking._merged import Limit, Merged, live, next_live, valuer
 from lethe.ranking._protocol import Entries
 

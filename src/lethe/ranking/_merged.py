@@ -34,9 +34,9 @@ from itertools import chain, islice
 from operator import itemgetter
 from typing import Any, ClassVar
 
-from lethe._btree import Tree
-from lethe._entry import Entry
-from lethe._scoring import Scorer, clamp
+from lethe._core.btree import Tree
+from lethe._core.entry import Entry
+from lethe.decay._scorer import Scorer, clamp
 from lethe.ranking._protocol import Entries, Ranking
 from lethe.ranking._scan import Scan
 

@@ -16,9 +16,9 @@ from itertools import compress, islice
 from operator import attrgetter, eq
 from typing import Any, Protocol
 
-from lethe._entry import Entry
-from lethe._map import PersistentMap
-from lethe._scoring import Scorer
+from lethe._core.entry import Entry
+from lethe._core.map import PersistentMap
+from lethe.decay._scorer import Scorer
 
 #: A memory's entries by key, as every query of a ranking gets them.
 Entries = PersistentMap[Any, Entry[Any, Any]]

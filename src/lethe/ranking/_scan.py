@@ -14,9 +14,9 @@ from itertools import compress
 from operator import attrgetter
 from typing import Any
 
-from lethe._entry import Entry
-from lethe._expiry import any_deadline, expired
-from lethe._scoring import Scorer
+from lethe._core.entry import Entry
+from lethe._core.expiry import any_deadline, expired
+from lethe.decay._scorer import Scorer
 from lethe.ranking._protocol import Entries, rank
 
 _SEQ = attrgetter("seq")

@@ -8,7 +8,7 @@ origin)``.  The index keeps entries sorted by ``(key, seq)`` in a persistent
 B+tree (pinned entries at ``key = +inf``), so the top, the bottom and any
 score range are found in O(log n) instead of scoring every entry.  (The
 deadlines of entries with a ``ttl`` are the memory's own concern, indexed or
-not: see ``lethe._expiry``.)
+not: see ``lethe._core.expiry``.)
 
 Scores themselves are always computed by the decay function, exactly as for
 an unindexed memory; the index only finds the candidates.  Float rounding can
@@ -50,9 +50,9 @@ from itertools import chain, compress, islice
 from operator import eq, itemgetter
 from typing import Any
 
-from lethe._btree import Tree
-from lethe._entry import Entry
-from lethe._scoring import Scorer, clamp
+from lethe._core.btree import Tree
+from lethe._core.entry import Entry
+from lethe.decay._scorer import Scorer, clamp
 from lethe.ranking._protocol import Entries
 
 _INF = math.inf
@@ -145,21 +145,20 @@ class Order:
         if not (entry.accessed_us - origin) * self.rate_us <= _REBASE:  # also when origin is unset (NaN)
             return self.rebuilt([*self.entries(), entry], entry.accessed_us)
         k = self.key(entry)
-        keys, before, after = self.keys.insert_beside((k, entry.seq, entry))
-        return self._added(self.keys, keys, k, entry, before, after)
+        return self._added(self.keys, k, entry, self.keys.insert_beside((k, entry.seq, entry)))
 
     def _added(
         self,
         looked_up: Tree,
-        keys: Tree,
         k: float,
         entry: Entry[Any, Any],
-        before: tuple[Any, ...] | None,
-        after: tuple[Any, ...] | None,
+        inserted: tuple[Tree, tuple[Any, ...] | None, tuple[Any, ...] | None],
     ) -> Order:
         """The index of ``keys``, which holds ``entry`` at key ``k`` now, ``before`` and ``after``
-        it in its leaf (see ``Tree.insert_beside``); ``looked_up``: the tree to look beside it in
-        when the leaf cannot tell (``keys`` itself, or the tree it was inserted into)."""
+        it in its leaf: ``inserted`` is ``(keys, before, after)`` as ``Tree.insert_beside`` returns
+        it; ``looked_up``: the tree to look beside it in when the leaf cannot tell (``keys``
+        itself, or the tree it was inserted into)."""
+        keys, before, after = inserted
         origin = self.origin_us
         mixed = self.mixed
         # A run of one group stays one as long as every newcomer scores as any member does:
@@ -191,8 +190,8 @@ class Order:
         if not (new.accessed_us - self.origin_us) * self.rate_us <= _REBASE:
             return self.remove(old).add(new)  # a new origin: the index is rebuilt
         k = self.key(new)
-        keys, before, after = self.keys.delete((self.key(old), old.seq)).insert_beside((k, new.seq, new))
-        return self._added(keys, keys, k, new, before, after)
+        inserted = self.keys.delete((self.key(old), old.seq)).insert_beside((k, new.seq, new))
+        return self._added(inserted[0], k, new, inserted)
 
     def rebuilt(self, entries: Iterable[Entry[Any, Any]], origin_us: float) -> Order:
         """An index of ``entries`` keyed from ``origin_us`` (O(n log n))."""

@@ -6,8 +6,8 @@ import datetime as _dt
 import threading
 import time
 
-from lethe._clock import from_us
-from lethe._validate import is_number
+from lethe._core.clock import from_us
+from lethe._core.validate import is_number
 from lethe.store._engine import Store
 
 

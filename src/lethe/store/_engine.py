@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
-from lethe._validate import number
+from lethe._core.validate import number
 from lethe.store._errors import StoreError
 
 #: What an engine's metadata says: the format, and the version of it this lethe writes.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lethe._errors import LetheError
+from lethe._core.errors import LetheError
 
 
 class StoreError(LetheError, RuntimeError):

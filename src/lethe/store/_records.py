@@ -43,15 +43,15 @@ from datetime import datetime
 from operator import attrgetter, itemgetter
 from typing import Any
 
-from lethe._change import Change
-from lethe._clock import exact_us
-from lethe._codec import ENTRY, checked_int, checked_key, encode_key, reading, row_time
-from lethe._entry import Entry, FrozenDict
-from lethe._map import EMPTY
-from lethe._record import METADATA, compiled, fields
-from lethe._reprs import short_repr
-from lethe._serialize import check_entries
-from lethe._snapshot import Snapshot
+from lethe._core.change import Change
+from lethe._core.clock import exact_us
+from lethe._core.entry import Entry, FrozenDict
+from lethe._core.map import EMPTY
+from lethe._core.record import METADATA, compiled, fields
+from lethe._core.reprs import short_repr
+from lethe._core.snapshot import Snapshot
+from lethe._memory.codec import ENTRY, checked_int, checked_key, encode_key, reading, row_time
+from lethe._memory.document import check_entries
 from lethe.decay._adapter import state_loader
 
 #: The fields of a row, in order (its instants by their exact microseconds).
@@ -468,7 +468,7 @@ def snapshot(
 
 
 def change(text: str, decay_fn: Any, *, evicted: bool = True) -> tuple[Change, str | None, str | None]:
-    """The :class:`~lethe._change.Change` a record holds, the tip of the version it was
+    """The :class:`~lethe._core.change.Change` a record holds, the tip of the version it was
     made on and the tip of the version it made (each None: not recorded);
     ``evicted=False`` skips the evicted entries (a replica applying the change does not
     need them).

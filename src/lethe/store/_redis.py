@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
-from lethe._validate import flag
+from lethe._core.validate import flag
 from lethe.store._engine import checked_timeout, config_missing
 from lethe.store._errors import CommitUnknown, StoreError
 from lethe.store._retry import Retry

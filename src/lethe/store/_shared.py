@@ -15,17 +15,17 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
-from lethe._change import Change
-from lethe._clock import to_us, utc_now
-from lethe._config import FIELDS, STORED, Config
-from lethe._entry import Entry
-from lethe._errors import ClockWarning
-from lethe._gc import paused
-from lethe._map import EMPTY
-from lethe._memory import Memory
-from lethe._snapshot import Snapshot
-from lethe._validate import is_number
-from lethe._version import applied, changes, config_of, rehooked, restored, snapshot_of
+from lethe._core.change import Change
+from lethe._core.clock import to_us, utc_now
+from lethe._core.entry import Entry
+from lethe._core.errors import ClockWarning
+from lethe._core.gc import paused
+from lethe._core.map import EMPTY
+from lethe._core.snapshot import Snapshot
+from lethe._core.validate import is_number
+from lethe._memory.config import FIELDS, STORED, Config
+from lethe._memory.memory import Memory
+from lethe._memory.version import applied, changes, config_of, rehooked, restored, snapshot_of
 from lethe.decay._adapter import CUSTOM, identity
 from lethe.store import _records
 from lethe.store._engine import Store
@@ -525,12 +525,12 @@ class Shared(Generic[K, V]):
             if doc is not None:  # a new configuration: the record holds every entry
                 written = list(change.written)
                 snapshot = Snapshot(
-                    EMPTY.update({e.key: e for e in written}),
-                    change.next_key,
-                    change.next_seq,
-                    change.latest,
-                    change.latest_us,
-                    written,
+                    entries=EMPTY.update({e.key: e for e in written}),
+                    next_key=change.next_key,
+                    next_seq=change.next_seq,
+                    latest=change.latest,
+                    latest_us=change.latest_us,
+                    built=written,
                 )
                 mem = restored(Memory, config, snapshot)
             else:
@@ -1006,6 +1006,8 @@ class Shared(Generic[K, V]):
                 text = _records.dumps(doc)
                 rows = (r for _, r in written)
                 record = _records.record(head, tip, rows, (), (), config=text, was=_records.dumps(was))
+                # Store.append's arguments by position, as the engine protocol takes them (a store, or a
+                # wrapper around one, may take them by position only): a commit, the store's hot path.
                 if self._call(self._store.append, version + 1, record, head, written, (), text):
                     if doc["decay_fn"].get("name") == CUSTOM:
                         self._template_fn = fn  # this process has it now: it follows a change back to it
@@ -1044,6 +1046,7 @@ class Shared(Generic[K, V]):
         evicted = (_records.row(e, fn) for e in change.evicted)
         record = _records.record(head, tip, (r for _, r in written), change.removed, evicted)
         version += 1
+        # Store.append's arguments by position, as the engine protocol takes them (see configure).
         if not self._call(self._store.append, version, record, head, written, removed):
             return False
         committed: Memory[K, V] = rehooked(new, config_of(base), change.evicted)

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
-from lethe._validate import flag
+from lethe._core.validate import flag
 from lethe.store._engine import check_format, checked_timeout
 from lethe.store._errors import StoreError
 from lethe.store._retry import Retry

@@ -15,14 +15,15 @@ from datetime import datetime, timedelta
 from operator import attrgetter
 from typing import Any
 
-from lethe import _expiry, _forecast
-from lethe._clock import UTC, aware_us, to_us, to_utc, utc_now
-from lethe._entry import Entry
-from lethe._gc import paused
-from lethe._map import PersistentMap
-from lethe._scoring import clamp
-from lethe._validate import hook
-from lethe._version import Version, hashable, live
+from lethe._core import expiry as _expiry
+from lethe._core.clock import UTC, aware_us, to_us, to_utc, utc_now
+from lethe._core.entry import Entry
+from lethe._core.gc import paused
+from lethe._core.map import PersistentMap
+from lethe._core.validate import hook
+from lethe._memory import forecast as _forecast
+from lethe._memory.version import Version, hashable, live
+from lethe.decay._scorer import clamp
 from lethe.ranking import rank
 
 Moment = tuple[datetime, float]
@@ -135,7 +136,7 @@ def above(mem: Version[Any, Any], threshold: float) -> list[Entry[Any, Any]]:
 def top(mem: Version[Any, Any], n: int, at: Moment) -> list[Entry[Any, Any]]:
     """The ``n`` highest-scored entries at ``at``, highest first."""
     now, now_us = at
-    return mem._ranking.top(mem._entries, mem._config.scorer, n, now, now_us, bool(mem._deadlines))
+    return mem._ranking.top(mem._entries, mem._config.scorer, n, now, now_us, may_expire=bool(mem._deadlines))
 
 
 def score(mem: Version[Any, Any], key: Any) -> float:
@@ -178,7 +179,15 @@ def stats(mem: Version[Any, Any]) -> Stats:
     """Size, active and pinned counts, insertion range and score statistics now."""
     entries, scores = ranked(mem, clock(mem))
     if not entries:
-        return Stats(0, 0, 0, None, None, None, None)
+        return Stats(
+            size=0,
+            active=0,
+            pinned=0,
+            oldest_entry=None,
+            newest_entry=None,
+            mean_score=None,
+            median_score=None,
+        )
     threshold = mem._config.eviction_threshold
     # By instant (the microsecond counts), not by datetime: datetimes of one zone
     # compare by wall clock, which repeats an hour when daylight saving time ends.

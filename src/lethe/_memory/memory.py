@@ -9,17 +9,18 @@ from datetime import datetime, timedelta
 from operator import attrgetter
 from typing import Any, TypeVar, overload
 
-from lethe import _reads, _writes
-from lethe._config import FIELDS, ONE_HOUR, build
-from lethe._consolidate import jaccard_words
-from lethe._entry import Entry
-from lethe._gc import paused
-from lethe._map import EMPTY
-from lethe._reads import Stats, clock
-from lethe._serialize import memory_from_dict, memory_to_dict
-from lethe._snapshot import Snapshot
-from lethe._validate import integer, unit
-from lethe._version import Version, fill, restored, snapshot_of
+from lethe._core.entry import Entry
+from lethe._core.gc import paused
+from lethe._core.map import EMPTY
+from lethe._core.snapshot import Snapshot
+from lethe._core.validate import integer, unit
+from lethe._memory import reads as _reads
+from lethe._memory import writes as _writes
+from lethe._memory.config import FIELDS, ONE_HOUR, build
+from lethe._memory.consolidate import jaccard_words
+from lethe._memory.document import memory_from_dict, memory_to_dict
+from lethe._memory.reads import Stats, clock
+from lethe._memory.version import Version, fill, restored, snapshot_of
 from lethe.decay._protocol import DecayCallable, DecayFunction
 
 K = TypeVar("K", bound=Hashable)

@@ -1,7 +1,7 @@
 """The one write path: a draft of a memory's next version, its structures changed together.
 
 Every write of a :class:`~lethe.Memory` starts an :class:`Edit` of the
-version it is called on (``lethe._version.write``), makes its changes through
+version it is called on (``lethe._memory.version.write``), makes its changes through
 it (never to one structure alone, so the map, the ranking and the deadlines
 always describe the same entries; the counters and the latest clock reading
 beside them), and the new version is built from what the edit holds.  The structures are persistent: an
@@ -15,11 +15,11 @@ import math
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from lethe import _expiry
-from lethe._btree import Tree
-from lethe._entry import Entry
-from lethe._gc import paused
-from lethe._map import EMPTY, PersistentMap
+from lethe._core import expiry as _expiry
+from lethe._core.btree import Tree
+from lethe._core.entry import Entry
+from lethe._core.gc import paused
+from lethe._core.map import EMPTY, PersistentMap
 from lethe.ranking import Ranking
 
 K = TypeVar("K")

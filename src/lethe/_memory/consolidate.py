@@ -8,8 +8,8 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from lethe._entry import MAX_COUNT, Entry, freeze_metadata
-from lethe._record import evolve
+from lethe._core.entry import MAX_COUNT, Entry, freeze_metadata
+from lethe._core.record import evolve
 
 Similarity = Callable[[Any, Any], float]
 

@@ -1,4 +1,4 @@
-"""A memory's writes: each one change, run through the one write sequence (``lethe._version.write``).
+"""A memory's writes: each one change, run through the one write sequence (``lethe._memory.version.write``).
 
 ``Memory``'s write methods check their arguments and read the clock, then
 call these; each returns the new version (the memory itself when nothing
@@ -12,22 +12,21 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from lethe import _expiry
-from lethe._clock import MAX_US, from_us, to_us, to_utc
-from lethe._config import Config, build
-from lethe._consolidate import find_groups, merge_group
-from lethe._edit import Edit
-from lethe._entry import Entry, check_importance, freeze_metadata, new_entry, rehearsed
-from lethe._errors import MemoryFullError
-from lethe._gc import paused
-from lethe._map import EMPTY
-from lethe._reads import clock, ranked
-from lethe._record import evolve
-from lethe._reprs import short_repr
-from lethe._scoring import clamp
-from lethe._snapshot import Snapshot
-from lethe._validate import duration, flag, hook, integer, unit
-from lethe._version import (
+from lethe._core import expiry as _expiry
+from lethe._core.clock import MAX_US, from_us, to_us, to_utc
+from lethe._core.entry import Entry, check_importance, freeze_metadata, new_entry, rehearsed
+from lethe._core.errors import MemoryFullError
+from lethe._core.gc import paused
+from lethe._core.map import EMPTY
+from lethe._core.record import evolve
+from lethe._core.reprs import short_repr
+from lethe._core.snapshot import Snapshot
+from lethe._core.validate import duration, flag, hook, integer, unit
+from lethe._memory.config import Config, build
+from lethe._memory.consolidate import find_groups, merge_group
+from lethe._memory.edit import Edit
+from lethe._memory.reads import clock, ranked
+from lethe._memory.version import (
     M,
     Removed,
     Version,
@@ -41,6 +40,7 @@ from lethe._version import (
     unchanged,
     write,
 )
+from lethe.decay._scorer import clamp
 
 Moment = tuple[datetime, float]
 #: A put's options as an entry takes them: ``(pinned, importance, metadata, expires_at, expires_us)``.

@@ -32,9 +32,9 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from lethe._clock import MAX_US
-from lethe._entry import Entry
-from lethe._scoring import Scorer
+from lethe._core.clock import MAX_US
+from lethe._core.entry import Entry
+from lethe.decay._scorer import Scorer
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _US = timedelta(microseconds=1)

@@ -11,9 +11,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from lethe._entry import Entry
-from lethe._map import EMPTY, PersistentMap
-from lethe._record import evolve
+from lethe._core.entry import Entry
+from lethe._core.map import EMPTY, PersistentMap
+from lethe._core.record import evolve
 
 
 class Snapshot(NamedTuple):

@@ -35,7 +35,7 @@ import sys
 from datetime import timedelta
 from typing import Any, TypeGuard
 
-from lethe._reprs import short_repr
+from lethe._core.reprs import short_repr
 
 __all__ = [
     "check_call",

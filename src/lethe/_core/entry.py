@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, NoReturn, TypeVar
 
-from lethe._clock import UTC, to_us, to_utc
-from lethe._record import (
+from lethe._core.clock import UTC, to_us, to_utc
+from lethe._core.record import (
     ANY,
     CLOCK,
     COUNT,
@@ -26,8 +26,8 @@ from lethe._record import (
     fields,
     fresh_builder,
 )
-from lethe._reprs import short_repr
-from lethe._validate import flag, integer, number
+from lethe._core.reprs import short_repr
+from lethe._core.validate import flag, integer, number
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from lethe._entry import Entry
-from lethe._snapshot import Snapshot
+from lethe._core.entry import Entry
+from lethe._core.snapshot import Snapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,11 +56,11 @@ def between(old: Snapshot, new: Snapshot, evicted: tuple[Entry[Any, Any], ...] =
     """
     written, removed = old.entries.diff(new.entries)
     return Change(
-        tuple(written.values()),
-        tuple(removed),
-        new.next_key,
-        new.next_seq,
-        new.latest,
-        new.latest_us,
-        evicted,
+        written=tuple(written.values()),
+        removed=tuple(removed),
+        next_key=new.next_key,
+        next_seq=new.next_seq,
+        latest=new.latest,
+        latest_us=new.latest_us,
+        evicted=evicted,
     )

@@ -4,7 +4,7 @@ A version of a :class:`~lethe.Memory` is its configuration (one object, shared
 by every version made from it), its contents (the map of entries, the ranking
 and the deadlines), its key and put-order counters, the latest clock reading
 it saw, and what the write that made it removed (``evicted``).  :func:`built`
-is the only code that makes one: from an :class:`~lethe._edit.Edit`, the
+is the only code that makes one: from an :class:`~lethe._memory.edit.Edit`, the
 draft a write fills, as immutables builds every map in ``Map._new``.
 
 Every write runs :func:`write`, which does, in this order:
@@ -25,18 +25,18 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from lethe import _expiry
-from lethe._btree import Tree
-from lethe._change import Change, between
-from lethe._config import Config
-from lethe._edit import Edit
-from lethe._entry import Entry
-from lethe._errors import SummarizeError
-from lethe._hooks import closed_if_awaitable
-from lethe._map import PersistentMap
-from lethe._record import evolve
-from lethe._reprs import short_repr
-from lethe._snapshot import Snapshot
+from lethe._core import expiry as _expiry
+from lethe._core.btree import Tree
+from lethe._core.change import Change, between
+from lethe._core.entry import Entry
+from lethe._core.errors import SummarizeError
+from lethe._core.hooks import closed_if_awaitable
+from lethe._core.map import PersistentMap
+from lethe._core.record import evolve
+from lethe._core.reprs import short_repr
+from lethe._core.snapshot import Snapshot
+from lethe._memory.config import Config
+from lethe._memory.edit import Edit
 from lethe.ranking import Ranking
 
 K = TypeVar("K")
@@ -74,7 +74,7 @@ class Version(Generic[K, V]):
     _latest_us: float
 
 
-# Building versions on the hot path, as lethe._record builds entries: object.__new__ plus
+# Building versions on the hot path, as lethe._core.record builds entries: object.__new__ plus
 # the slots' own setters, without __init__ or __post_init__.
 _new = object.__new__
 _d = Version.__dict__

@@ -1,7 +1,7 @@
 """An entry's stored forms, derived from its declaration: the document and the row.
 
 Two forms carry an :class:`~lethe.Entry` out of the process, and both are
-compiled here, once, from the fields ``Entry`` declares (``lethe._record``):
+compiled here, once, from the fields ``Entry`` declares (``lethe._core.record``):
 
 * the **document** (``Memory.to_dict``): an object keyed by field name, instants
   as ISO-8601 text;
@@ -27,9 +27,9 @@ from dataclasses import MISSING
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from lethe._clock import UTC, aware_us, exact_us, from_us, to_us, to_utc
-from lethe._entry import EMPTY_METADATA, MAX_COUNT, Entry, freeze_metadata
-from lethe._record import (
+from lethe._core.clock import UTC, aware_us, exact_us, from_us, to_us, to_utc
+from lethe._core.entry import EMPTY_METADATA, MAX_COUNT, Entry, freeze_metadata
+from lethe._core.record import (
     ANY,
     COUNT,
     FLAG,
@@ -46,8 +46,8 @@ from lethe._record import (
     fields,
     setters,
 )
-from lethe._reprs import short_repr
-from lethe._validate import is_int, number
+from lethe._core.reprs import short_repr
+from lethe._core.validate import is_int, number
 from lethe.decay._adapter import dumped_state, is_builtin, state_loader
 
 #: An instant once read: the datetime and its exact microseconds since the epoch.

@@ -6,9 +6,9 @@ import datetime as _dt
 import math
 from collections.abc import Callable
 
-from lethe._hooks import closed_if_awaitable
-from lethe._reprs import short_repr
-from lethe._validate import is_number
+from lethe._core.hooks import closed_if_awaitable
+from lethe._core.reprs import short_repr
+from lethe._core.validate import is_number
 
 Clock = Callable[[], _dt.datetime]
 

@@ -15,8 +15,8 @@ from itertools import repeat
 from operator import attrgetter, is_not
 from typing import Any
 
-from lethe._btree import Item, Tree
-from lethe._entry import Entry
+from lethe._core.btree import Item, Tree
+from lethe._core.entry import Entry
 
 NONE = Tree()
 _EXPIRES = attrgetter("expires_us")

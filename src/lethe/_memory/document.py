@@ -18,15 +18,15 @@ from itertools import compress, repeat
 from operator import attrgetter, is_not
 from typing import Any
 
-from lethe._clock import to_us, utc_now
-from lethe._codec import ENTRY, checked_int, exact_fields, field_of, parsed_time, reading
-from lethe._config import STORED, Config
-from lethe._entry import Entry
-from lethe._errors import ClockWarning
-from lethe._map import EMPTY, PersistentMap
-from lethe._record import evolve
-from lethe._reprs import short_repr as _short
-from lethe._snapshot import Snapshot
+from lethe._core.clock import to_us, utc_now
+from lethe._core.entry import Entry
+from lethe._core.errors import ClockWarning
+from lethe._core.map import EMPTY, PersistentMap
+from lethe._core.record import evolve
+from lethe._core.reprs import short_repr as _short
+from lethe._core.snapshot import Snapshot
+from lethe._memory.codec import ENTRY, checked_int, exact_fields, field_of, parsed_time, reading
+from lethe._memory.config import STORED, Config
 from lethe.decay._adapter import moved_state
 
 FORMAT = "lethe.memory"

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from lethe._clock import from_us
-from lethe._entry import Entry
-from lethe._scoring import Scorer, make_scorer
-from lethe._validate import duration, hook, integer, unit
+from lethe._core.clock import from_us
+from lethe._core.entry import Entry
+from lethe._core.validate import duration, hook, integer, unit
 from lethe.decay._adapter import CUSTOM, is_builtin, name_of
 from lethe.decay._adapter import to_dict as decay_to_dict
 from lethe.decay._registry import BUILTINS, by_name, from_dict
+from lethe.decay._scorer import Scorer, make_scorer
 from lethe.ranking import Ranking, choose
 
 #: The fields a document (``to_dict``) and a store keep, in the order they are declared and saved.

@@ -8,8 +8,8 @@ from math import isfinite
 from operator import attrgetter
 from typing import Any
 
-from lethe._entry import Entry
-from lethe._expiry import any_deadline
+from lethe._core.entry import Entry
+from lethe._core.expiry import any_deadline
 from lethe.decay._adapter import Adapter, check_decay_function, checked_score
 from lethe.decay._registry import by_name
 

@@ -3,7 +3,7 @@
 A record class (:class:`~lethe.Entry`) lists its fields once, in its class body.
 Each stored field's ``metadata`` (made by :func:`declare`) says what it holds,
 its *kind* (a key, an instant, a count, ...), and how a fresh record gets it;
-that is all the codecs (``lethe._codec``) need to write and read it back, and
+that is all the codecs (``lethe._memory.codec``) need to write and read it back, and
 all this module needs to compile, once per class and set of fields, the
 functions that copy and build records without running ``__init__``'s checks
 again (the values are known to be valid).  attrs builds its ``__init__`` the
