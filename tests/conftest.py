@@ -6,6 +6,7 @@ import itertools
 import os
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -94,27 +95,74 @@ def redis_prefix() -> str:
     return f"t{os.getpid()}_{next(_databases)}"
 
 
-#: Every engine of ``lethe.store``: the one list the engine tests run over (PostgreSQL and
-#: Redis on throwaway servers; their tests skip, saying why, where those cannot run).
-ENGINES = ("memory", "sqlite", "postgres", "redis")
+def _memory(request: pytest.FixtureRequest, tmp_path: Path, **options: Any) -> Store:
+    return InMemoryStore()  # (it takes no options: a test passing some to every engine leaves it out)
+
+
+def _sqlite(request: pytest.FixtureRequest, tmp_path: Path, **options: Any) -> Store:
+    return SQLiteStore(tmp_path / "store.db", **options)
+
+
+def _postgres(request: pytest.FixtureRequest, tmp_path: Path, **options: Any) -> Store:
+    from lethe.store import PostgresStore
+
+    return PostgresStore(request.getfixturevalue("postgres_dsn"), **options)
+
+
+def _redis(request: pytest.FixtureRequest, tmp_path: Path, **options: Any) -> Store:
+    from lethe.store import RedisStore
+
+    url, prefix = request.getfixturevalue("redis_url"), request.getfixturevalue("redis_prefix")
+    return RedisStore(url, prefix=prefix, **options)
+
+
+@dataclass(frozen=True)
+class Engine:
+    """What the tests know of one engine of ``lethe.store``: a row of :data:`_TABLE`."""
+
+    #: Its class's name in ``lethe.store`` (``test_store.py`` checks that every class implementing
+    #: ``Store`` is one of these, and that ``lethe.store`` exports each).
+    store: str
+    #: A new, empty store: ``build(request, tmp_path, **options)`` (a server's fixtures asked of ``request``).
+    build: Callable[..., Store]
+    #: Its stores live on a server: the tests start a throwaway one (``tests/_servers.py``), and
+    #: its tests skip, saying why, where none can run.
+    server: bool = False
+    #: Its stores live outside the process that opened them (a file, a server): other processes,
+    #: forked or spawned, open the same store, and the store holds connections ``close`` ends.
+    durable: bool = True
+
+
+#: Every engine of ``lethe.store``, by the name its tests give it: adding an engine is one row here.
+_TABLE: dict[str, Engine] = {
+    "memory": Engine("InMemoryStore", _memory, durable=False),
+    "sqlite": Engine("SQLiteStore", _sqlite),
+    "postgres": Engine("PostgresStore", _postgres, server=True),
+    "redis": Engine("RedisStore", _redis, server=True),
+}
+
+#: Every engine: the one list the engine tests run over (the ``store`` fixture, the contract
+#: suite; the damage suite).  The lists below are drawn from it, never written by hand.
+ENGINES: tuple[str, ...] = tuple(_TABLE)
+#: Each engine's class's name in ``lethe.store``.
+ENGINE_CLASSES: dict[str, str] = {kind: engine.store for kind, engine in _TABLE.items()}
+#: The engines on a server (PostgreSQL, Redis): what ``lethe inspect`` reaches by URL
+#: (``test_cli_store_urls.py``), and the costly ones (the damage hunt runs them fewer cases).
+SERVER_ENGINES: tuple[str, ...] = tuple(kind for kind in ENGINES if _TABLE[kind].server)
+#: The engines needing no server (InMemoryStore, SQLite): cheap, so the tests that run a
+#: property's many examples, or every hook failing around a commit, run on these.
+LOCAL_ENGINES: tuple[str, ...] = tuple(kind for kind in ENGINES if not _TABLE[kind].server)
+#: The engines whose stores outlive the process (everything but InMemoryStore): the tests of
+#: processes sharing one store (fork, spawn), of ``close`` ending connections, of rows changed
+#: behind a store's back by another client, and of the last version a stored int holds.
+DURABLE_ENGINES: tuple[str, ...] = tuple(kind for kind in ENGINES if _TABLE[kind].durable)
 
 
 def make_store(kind: str, request: pytest.FixtureRequest, tmp_path: Path, **options: Any) -> Store:
     """A new, empty store of the engine ``kind`` (one of :data:`ENGINES`), built with ``options``."""
-    if kind == "memory":
-        return InMemoryStore()
-    if kind == "sqlite":
-        return SQLiteStore(tmp_path / "store.db", **options)
-    if kind == "postgres":
-        from lethe.store import PostgresStore
-
-        return PostgresStore(request.getfixturevalue("postgres_dsn"), **options)
-    if kind == "redis":
-        from lethe.store import RedisStore
-
-        url, prefix = request.getfixturevalue("redis_url"), request.getfixturevalue("redis_prefix")
-        return RedisStore(url, prefix=prefix, **options)
-    raise ValueError(f"no engine {kind!r}: one of {ENGINES}")
+    if kind not in _TABLE:
+        raise ValueError(f"no engine {kind!r}: one of {ENGINES}")
+    return _TABLE[kind].build(request, tmp_path, **options)
 
 
 @pytest.fixture(params=ENGINES)

@@ -19,6 +19,7 @@ from lethe._cli._inspect import ReadOnly, scrubbed, shown
 from lethe.store import Shared, SQLiteStore, Store, StoreError
 
 from ._servers import free_port
+from .conftest import SERVER_ENGINES
 from .test_cli import AT, T0
 from .test_cli_store import fill, template
 
@@ -77,7 +78,7 @@ def _postgres(dsn: str) -> Iterator[Server]:
     yield Server(dsn, (), lambda: PostgresStore(dsn), snapshot)
 
 
-@pytest.fixture(params=["redis", "postgres"])
+@pytest.fixture(params=SERVER_ENGINES)  # the engines lethe inspect reaches by URL: those on a server
 def server(request: pytest.FixtureRequest) -> Iterator[Server]:
     """An empty store on the session's Redis (under a prefix of its own) or in a fresh PostgreSQL database."""
     if request.param == "redis":

@@ -262,7 +262,11 @@ MAX_LONG_CALLS = 3
 #: constructor (written by the dataclass, so not in the source), its public write methods, and
 #: ``AdaptiveDecay.__init__``, a public constructor that must take the model's 13 declared
 #: parameters one by one (``Model.__init_subclass__`` checks them against ``params``).
-MANY_PARAMETERS = frozenset({"Memory.__init__", "put", "put_many", "update", "AdaptiveDecay.__init__"})
+# AdaptiveDecay.__init__ takes the model's 13 declared parameters: its public constructor, checked
+# against the declaration by the model base (a deliberate exception to the rule).
+MANY_PARAMETERS = frozenset(
+    {"Memory.__init__", "Memory.put", "Memory.put_many", "Memory.update", "AdaptiveDecay.__init__"}
+)
 
 
 def _modules() -> list[Path]:
@@ -329,7 +333,7 @@ def test_no_function_takes_more_than_nine_parameters_but_the_memorys_writes() ->
     many: list[str] = []
     for path in _modules():
         for name, node in _functions(ast.parse(path.read_text(encoding="utf-8"))):
-            if _parameters(node.args) > 9 and name not in MANY_PARAMETERS and node.name not in MANY_PARAMETERS:
+            if _parameters(node.args) > 9 and name not in MANY_PARAMETERS:
                 many.append(f"{path.name}: {name} takes {_parameters(node.args)}")
     assert many == [], many
 

@@ -22,7 +22,7 @@ from lethe import Entry, ManualClock, Memory
 from lethe.store import InMemoryStore, Shared, SQLiteStore, Store, StoreError, TemplateIgnored
 
 from ._support import fake_clock
-from .conftest import make_store
+from .conftest import DURABLE_ENGINES, make_store
 
 
 @pytest.fixture
@@ -230,7 +230,7 @@ def test_shared_is_a_context_manager_and_refuses_use_once_closed(clock: ManualCl
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")
-@pytest.mark.parametrize("engine", ["sqlite", "postgres", "redis"])
+@pytest.mark.parametrize("engine", DURABLE_ENGINES)  # the child's commit reaches the parent's store
 def test_a_child_forked_while_other_threads_write_and_wait_does_not_hang(
     engine: str, request: pytest.FixtureRequest, tmp_path: Path, clock: ManualClock
 ) -> None:

@@ -688,15 +688,6 @@ def test_max_clock_skew_is_checked(skew: Any) -> None:
         Shared(InMemoryStore(), "bot", Memory(), max_clock_skew=skew)
 
 
-#: The class of each engine kind of conftest.ENGINES (the guard's own table: the list is there).
-_ENGINE_CLASSES = {
-    "memory": "InMemoryStore",
-    "sqlite": "SQLiteStore",
-    "postgres": "PostgresStore",
-    "redis": "RedisStore",
-}
-
-
 def _engines_defined() -> set[str]:
     """Every class that implements :class:`Store` in a module of lethe.store, exported or not
     (a new engine module is found before anything exports it)."""
@@ -721,22 +712,28 @@ def test_the_engine_list_names_every_engine() -> None:
     (conftest.ENGINES), which the contract suite (the ``store`` fixture) runs over."""
     import lethe.store
 
-    from .conftest import ENGINES
+    from .conftest import ENGINE_CLASSES, ENGINES
 
-    listed = {_ENGINE_CLASSES[kind] for kind in ENGINES}
+    listed = {ENGINE_CLASSES[kind] for kind in ENGINES}
     defined = _engines_defined()
-    assert defined == listed, f"add these engines to tests/conftest.ENGINES and make_store: {sorted(defined - listed)}"
+    assert defined == listed, f"add these engines to the table in tests/conftest.py: {sorted(defined - listed)}"
     exported = {name for name in lethe.store.__all__ if name.endswith("Store") and name != "Store"}
     assert exported == listed
     assert len(ENGINES) == len(set(ENGINES))
 
 
 def test_the_engine_guard_sees_the_engines() -> None:
-    """The guard above finds the engines, not nothing (a broken filter would pass it), and the
-    damage suite's list of engines is the one list."""
-    from .conftest import ENGINES
+    """The guard above finds the engines, not nothing (a broken filter would pass it), the
+    damage suite's list of engines is the one list, and the lists drawn from it hold the engines
+    they hold today (a flag of the table set wrong would quietly drop an engine's tests)."""
+    from .conftest import DURABLE_ENGINES, ENGINES, LOCAL_ENGINES, SERVER_ENGINES
     from .test_store_damage import ENGINES as DAMAGED
 
     assert {"InMemoryStore", "SQLiteStore", "PostgresStore", "RedisStore"} <= _engines_defined()
     assert "SQL" not in _engines_defined()  # the shared SQL operations are not an engine on their own
     assert list(DAMAGED) == list(ENGINES)
+    assert {"postgres", "redis"} <= set(SERVER_ENGINES)
+    assert {"memory", "sqlite"} <= set(LOCAL_ENGINES)
+    assert {"sqlite", "postgres", "redis"} <= set(DURABLE_ENGINES)
+    assert "memory" not in DURABLE_ENGINES
+    assert sorted(SERVER_ENGINES + LOCAL_ENGINES) == sorted(ENGINES)

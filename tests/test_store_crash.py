@@ -30,9 +30,10 @@ from typing import Any
 import pytest
 
 from lethe import Entry, ManualClock, Memory, SummarizeError
-from lethe.store import InMemoryStore, Shared, SQLiteStore, Store, StoreError
+from lethe.store import Shared, SQLiteStore, Store, StoreError
 
 from ._support import MINUTE, START, fake_clock, sqlite_integrity
+from .conftest import LOCAL_ENGINES, make_store
 from .test_store_processes import in_fresh_process
 
 NAME = "bot"
@@ -328,9 +329,9 @@ def test_a_writer_killed_at_a_chosen_statement_loses_only_its_own_uncommitted_up
 # -- hooks failing around a commit, on both engines --------------------------------------------------------------------
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=LOCAL_ENGINES)  # the engines needing no server (every hook, every form: cheap ones)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    made: Store = InMemoryStore() if request.param == "memory" else SQLiteStore(tmp_path / "store.db")
+    made = make_store(request.param, request, tmp_path)
     yield made
     made.close()
 

@@ -38,6 +38,7 @@ from lethe.decay import ACTR
 from lethe.store import InMemoryStore, Shared, SQLiteStore, Store, StoreError, _records
 
 from ._support import fake_clock
+from .conftest import DURABLE_ENGINES, ENGINES, SERVER_ENGINES
 
 NAME = "m"
 #: Cases per server engine (the in-process one and SQLite, cheaper, run three times as many).
@@ -749,14 +750,10 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Target]:
     made.close()
 
 
-
-
-ENGINES = ["memory", "sqlite", "postgres", "redis"]
-
-
+# The damage suite runs on every engine (conftest.ENGINES), the hunt fewer cases on a server.
 @pytest.mark.parametrize(
     ("target", "cases"),
-    [("memory", 3 * CASES), ("sqlite", 3 * CASES), ("postgres", CASES), ("redis", CASES)],
+    [(kind, CASES if kind in SERVER_ENGINES else 3 * CASES) for kind in ENGINES],
     indirect=["target"],
 )
 def test_a_damaged_store_works_or_raises_store_error(target: Target, cases: int) -> None:
@@ -848,7 +845,9 @@ def test_a_put_order_past_what_a_store_keeps_is_never_written(target: Target) ->
     assert list(_cold(target.store).current().keys()) == ["doomed"]
 
 
-@pytest.mark.parametrize("target", ["sqlite", "postgres", "redis"], indirect=True)
+# The engines keeping versions in a file or on a server, each with a last one it keeps
+# (conftest.DURABLE_ENGINES; InMemoryStore's are Python ints).
+@pytest.mark.parametrize("target", DURABLE_ENGINES, indirect=True)
 def test_no_version_past_the_last_an_engine_keeps_is_committed(target: Target) -> None:
     _two(target.store)
     latest = target.store.load(NAME)[0]

@@ -19,10 +19,10 @@ from lethe.store import Shared, Store, StoreError
 
 from ._servers import redis_server, redis_unavailable
 from ._support import fake_clock
-from .conftest import ENGINES, make_store
+from .conftest import DURABLE_ENGINES, ENGINES, make_store
 
 KINDS = ENGINES
-SERVED = ["sqlite", "postgres", "redis"]  # the engines that hold connections to close
+SERVED = DURABLE_ENGINES  # the engines that hold connections to close, and rows another client changes
 
 
 def _template(**kw: Any) -> Memory[Any, Any]:

@@ -23,6 +23,7 @@ from lethe import Entry, Memory
 from lethe.store import Shared, SQLiteStore, Store
 
 from ._support import sqlite_integrity
+from .conftest import DURABLE_ENGINES
 
 PUTS = 15
 WORKERS = 3
@@ -115,7 +116,7 @@ def _parent(engine: str, where: str, method: str) -> tuple[list[list[str]], list
     return reports, parent_heard, [p.exitcode for p in procs]
 
 
-@pytest.mark.parametrize("engine", ["sqlite", "postgres", "redis"])
+@pytest.mark.parametrize("engine", DURABLE_ENGINES)  # the engines whose store processes share
 @pytest.mark.parametrize("method", ["fork", "spawn"])
 def test_processes_lose_nothing_and_double_nothing(
     tmp_path: Path, method: str, engine: str, request: pytest.FixtureRequest

@@ -31,9 +31,10 @@ from hypothesis import strategies as st
 
 from lethe import Entry, ManualClock, Memory
 from lethe.decay import Exponential
-from lethe.store import InMemoryStore, Shared, SQLiteStore, Store, StoreError, _records
+from lethe.store import Shared, SQLiteStore, Store, StoreError, _records
 
 from ._support import entry, fake_clock
+from .conftest import LOCAL_ENGINES, make_store
 
 # -- exactly the same -------------------------------------------------------------------
 
@@ -178,9 +179,9 @@ def test_the_infinities_are_kept_and_nan_refused() -> None:
 # -- through Shared: nothing committed, replicas equal ----------------------------------------
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=LOCAL_ENGINES)  # the engines needing no server (many values: cheap ones)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    made: Store = InMemoryStore() if request.param == "memory" else SQLiteStore(tmp_path / "store.db")
+    made = make_store(request.param, request, tmp_path)
     yield made
     made.close()
 
@@ -274,7 +275,7 @@ def _anything(in_metadata: bool) -> st.SearchStrategy[Any]:
     return json_values() | placed(in_metadata).map(lambda bad: bad[0])
 
 
-@pytest.mark.parametrize("engine", ["memory", "sqlite"])
+@pytest.mark.parametrize("engine", LOCAL_ENGINES)  # the engines needing no server (a property's many examples)
 @given(
     puts=st.lists(
         st.tuples(st.integers(0, 5), _anything(False), st.dictionaries(_TEXT, _anything(True), max_size=3)),
@@ -283,12 +284,12 @@ def _anything(in_metadata: bool) -> st.SearchStrategy[Any]:
     )
 )
 def test_replicas_at_one_version_hold_exactly_the_same_values(
-    engine: str, puts: list[tuple[int, Any, dict[str, Any]]]
+    engine: str, request: pytest.FixtureRequest, puts: list[tuple[int, Any, dict[str, Any]]]
 ) -> None:
     clock = fake_clock()
     kept: list[tuple[Any, dict[str, Any]]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        store: Store = InMemoryStore() if engine == "memory" else SQLiteStore(Path(tmp) / "store.db")
+        store = make_store(engine, request, Path(tmp))  # (a local engine asks nothing of request)
         try:
             writer: Shared[Any, Any] = Shared(store, "n", Memory(clock_fn=clock))
             follower: Shared[Any, Any] = Shared(store, "n", Memory(clock_fn=clock))

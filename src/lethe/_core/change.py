@@ -4,7 +4,7 @@ A :class:`Change` lists the entries an operation wrote and the keys it
 removed, with the counters and the clock reading after it, and the entries it
 reported as evicted.  It is found by comparing two versions
 (:func:`between`), in time proportional to what changed, because versions
-share structure.  Applying it to the older version (``Memory._applied``)
+share structure.  Applying it to the older version (``lethe._memory.version.applied``)
 gives a memory equal to the newer one without running the decay function,
 ``summarize_fn`` or ``on_evict`` again: replaying a log of changes is a pure
 fold that gives the same memory on every host, for every decay model and any

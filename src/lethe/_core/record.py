@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from datetime import datetime, timezone
 from typing import Any, NamedTuple, TypeVar
+
+from lethe._core.clock import aware_us
 
 T = TypeVar("T")
 
@@ -253,17 +254,21 @@ def defaults(cls: type, namespace: dict[str, Any]) -> dict[str, str]:
     for declared in fields(cls):
         if declared.exact is not None and declared.put == DEFAULT:
             default = None if declared.default is dataclasses.MISSING else declared.default
-            namespace[f"_default_{declared.exact}"] = None if default is None else _exact_us(default)
+            namespace[f"_default_{declared.exact}"] = None if default is None else aware_us(default)
             out[declared.exact] = f"_default_{declared.exact}"
     return out
 
 
-def _exact_us(moment: datetime) -> float:
-    delta = moment - _EPOCH
-    return float((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds)
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+def put_options(cls: type) -> tuple[str, ...]:
+    """The attributes a put's ``options`` give a fresh record of ``cls`` (:func:`fresh_builder`),
+    in order: the :data:`OPTION` fields as declared, each instant followed by its exact microseconds."""
+    out: list[str] = []
+    for f in fields(cls):
+        if f.put == OPTION:
+            out += (f.name, f.exact) if f.exact is not None else (f.name,)
+    return tuple(out)
 
 
 def fresh_builder(cls: type) -> Callable[..., Any]:
@@ -289,10 +294,9 @@ def fresh_builder(cls: type) -> Callable[..., Any]:
             values[f.name] = "_now"
             if f.exact is not None:
                 values[f.exact] = "_now_us"
-        elif f.put == OPTION:
-            for name in (f.name, f.exact) if f.exact is not None else (f.name,):
-                options.append(f"_v_{name}")
-                values[name] = f"_v_{name}"
+    for name in put_options(cls):
+        options.append(f"_v_{name}")
+        values[name] = f"_v_{name}"
     unpack = f"    {', '.join(options)}, = _options\n" if options else ""
     source = (
         f"def fresh({''.join(g + ', ' for g in given)}_stamp, _options):\n"

@@ -2,7 +2,7 @@
 
 Unpickling, :meth:`Memory.configure` (``copy.replace``, ``dataclasses.replace``)
 and :meth:`Memory.from_dict` each produce a :class:`Snapshot`, and one path,
-``Memory._restored``, turns a configuration and a snapshot into a memory
+``lethe._memory.version.rebuilt``, turns a configuration and a snapshot into a memory
 (rebuilding the ranking and the deadlines from the entries).
 """
 

@@ -419,10 +419,6 @@ def _padded(raw: Any, least: int, pad: tuple[Any, ...]) -> list[Any]:
     return [*raw, *pad[len(raw) - least :]]
 
 
-def _instants(declared: tuple[Field, ...]) -> set[str]:
-    return {f.name for f in declared if f.kind == INSTANT}
-
-
 def _row_order(declared: tuple[Field, ...]) -> list[Field]:
     """A row's fields: the put order first (the engines key rows by it), then the rest as declared."""
     return [f for f in declared if f.kind == ORDER] + [f for f in declared if f.kind != ORDER]

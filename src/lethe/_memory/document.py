@@ -22,7 +22,7 @@ from lethe._core.clock import to_us, utc_now
 from lethe._core.entry import Entry
 from lethe._core.errors import ClockWarning
 from lethe._core.map import EMPTY, PersistentMap
-from lethe._core.record import evolve
+from lethe._core.record import CLOCK, evolve, fields
 from lethe._core.reprs import short_repr as _short
 from lethe._core.snapshot import Snapshot
 from lethe._memory.codec import ENTRY, checked_int, exact_fields, field_of, parsed_time, reading
@@ -30,13 +30,18 @@ from lethe._memory.config import STORED, Config
 from lethe.decay._adapter import moved_state
 
 FORMAT = "lethe.memory"
-VERSION = 2
+#: The format version written: 2 (the latest clock reading kept), or the latest version that
+#: added a field to entries (``declare(..., since=N)``); every earlier version is read.
+VERSION = max(2, *(f.since or 0 for f in fields(Entry)))
 _MEMORY_FIELDS = frozenset({"format", "version", *STORED, "next_key", "next_seq", "latest", "entries"})
 _KEY = attrgetter("key")
 _SEQ = attrgetter("seq")
 _STATE = attrgetter("decay_state")
-_INSERTED_US = attrgetter("inserted_us")
-_ACCESSED_US = attrgetter("accessed_us")
+#: Every instant of an entry, as declared: ``shift_to`` moves them all.
+_INSTANTS = tuple((f.name, f.exact) for f in fields(Entry) if f.exact is not None)
+#: The instants a clock reading gives (a put's, a rehearsal's), by name and exact attribute.
+_CLOCKED = tuple((f.name, f.exact) for f in fields(Entry) if f.exact is not None and f.put == CLOCK)
+_CLOCKED_US = tuple(attrgetter(exact) for _, exact in _CLOCKED)
 
 
 def memory_to_dict(config: Config, snapshot: Snapshot) -> dict[str, Any]:
@@ -82,11 +87,11 @@ def check_entries(
     if next_seq is not None and seqs and next_seq <= max(seqs):
         raise ValueError(f"next_seq: must be greater than every entry's seq, got {_short(next_seq)}")
     seen = "none" if latest is None else latest.isoformat()
-    late = built and max(max(map(_INSERTED_US, built)), max(map(_ACCESSED_US, built))) > latest_us
+    late = built and max(max(map(exact, built)) for exact in _CLOCKED_US) > latest_us
     for i in range(len(built)) if late else compress(range(len(built)), map(is_not, map(_STATE, built), repeat(None))):
         e = built[i]
-        for name, us in (("inserted_at", e.inserted_us), ("last_accessed_at", e.accessed_us)):
-            if us > latest_us:
+        for name, exact in _CLOCKED:  # instants a clock reading gave: none after the latest one
+            if getattr(e, exact) > latest_us:
                 raise ValueError(f"entries[{i}].{name}: after the latest clock reading ({seen})")
         if e.decay_state is None:
             continue
@@ -110,33 +115,33 @@ def _shifted(e: Entry[Any, Any], where: str, delta: Any, delta_us: float, decay_
             "cannot move; load without shift_to"
         )
 
+    moved: dict[str, Any] = {}
     try:
-        inserted_at = e.inserted_at + delta
-        accessed_at = e.last_accessed_at + delta
-        expires_at = None if e.expires_at is None else e.expires_at + delta
+        for name, exact in _INSTANTS:
+            moment = getattr(e, name)
+            if moment is not None:
+                moment = moved[name] = moment + delta
+                moved[exact] = to_us(moment)
     except OverflowError:
         raise ValueError(f"shift_to: moves {where[:-1]} out of the datetime range") from None
-    return evolve(
-        e,
-        inserted_at=inserted_at,
-        last_accessed_at=accessed_at,
-        expires_at=expires_at,
-        inserted_us=to_us(inserted_at),
-        accessed_us=to_us(accessed_at),
-        expires_us=None if expires_at is None else to_us(expires_at),
-        decay_state=moved_state(decay_fn, e.decay_state, lambda t: t + delta_us, opaque),
-    )
+    state = moved_state(decay_fn, e.decay_state, lambda t: t + delta_us, opaque)
+    return evolve(e, decay_state=state, **moved)
 
 
-def _version(data: Mapping[str, Any]) -> bool:
-    """Whether ``data`` is a version-2 document (True) or a version-1 one (False)."""
+def _keeps_latest(data: Mapping[str, Any]) -> bool:
+    """Whether ``data``, a document of a version this lethe reads, keeps the latest clock
+    reading (version 2 on) or not (version 1).
+
+    Raises:
+        ValueError: not a lethe document, or one of a version this lethe does not read.
+    """
     fmt = field_of(data, "format", "")
     if fmt != FORMAT:
         raise ValueError(f"format: expected {FORMAT!r}, got {_short(fmt)}")
     version = field_of(data, "version", "")
-    if type(version) is not int or version not in (1, VERSION):
-        raise ValueError(f"version: this lethe reads versions 1 and {VERSION}, got {_short(version)}")
-    return version == VERSION
+    if type(version) is not int or not 1 <= version <= VERSION:
+        raise ValueError(f"version: this lethe reads versions 1 to {VERSION}, got {_short(version)}")
+    return version >= 2
 
 
 def memory_from_dict(
@@ -151,7 +156,7 @@ def memory_from_dict(
     """The configuration and snapshot :func:`memory_to_dict` wrote (see ``Memory.from_dict``)."""
     if not isinstance(data, Mapping):
         raise ValueError(f"data: expected an object, got {type(data).__name__}")
-    current = _version(data)
+    current = _keeps_latest(data)
     # Every field to_dict() writes must be there; version 1 did not write ``latest`` yet.
     exact_fields(data, _MEMORY_FIELDS if current else _MEMORY_FIELDS - {"latest"}, "")
     shift_us = None if shift_to is None else to_us(shift_to, "shift_to")

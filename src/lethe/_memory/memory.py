@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Hashable, Iterable, Iterator, KeysView, Mapping
 from dataclasses import FrozenInstanceError, InitVar, dataclass
 from datetime import datetime, timedelta
@@ -32,8 +31,6 @@ ClockFn = Callable[[], datetime]
 
 _SEQ = attrgetter("seq")
 _SCORE_RANGE = "between 0 and 1 (scores never leave that range)"
-_INSERTED_US = attrgetter("inserted_us")
-_NEVER = -math.inf
 
 
 class _ThisMemory:

@@ -188,7 +188,10 @@ def opened(
     """The write sequence's first half: a draft of the version after ``mem`` at the clock
     reading ``at`` (None: none), without the entries past their deadline then (``sweep``),
     and those entries, summarized."""
-    edit = draft(mem)
+    edit: Edit[K, V] = _new(Edit)  # (draft, inlined: every write starts here)
+    edit.entries, edit.ranking, edit.deadlines, edit.changed = mem._entries, mem._ranking, mem._deadlines, False
+    edit.next_key, edit.next_seq = mem._next_key, mem._next_seq
+    edit.latest, edit.latest_us = mem._latest, mem._latest_us
     gone: tuple[Entry[K, V], ...] = ()
     if at is not None:
         if sweep and mem._deadlines:
@@ -203,7 +206,8 @@ def closed(mem: M, edit: Edit[Any, Any], gone: tuple[Entry[Any, Any], ...], remo
     changed), reporting ``gone`` and ``removed``, once ``on_evict`` has been told of them."""
     if not edit.changed:
         return unchanged(mem)
-    new = built(type(mem), mem._config, edit, (*gone, *removed) if removed else gone)
+    evicted = gone if not removed else (*gone, *removed) if gone or type(removed) is not tuple else removed
+    new = built(type(mem), mem._config, edit, evicted)
     on_evict = mem._config.on_evict
     if new._evicted and on_evict is not None:
         no_awaitable(on_evict(new._evicted), "on_evict")

@@ -18,7 +18,7 @@ from lethe._core.entry import Entry, check_importance, freeze_metadata, new_entr
 from lethe._core.errors import MemoryFullError
 from lethe._core.gc import paused
 from lethe._core.map import EMPTY
-from lethe._core.record import evolve
+from lethe._core.record import evolve, put_options
 from lethe._core.reprs import short_repr
 from lethe._core.snapshot import Snapshot
 from lethe._core.validate import duration, flag, hook, integer, unit
@@ -47,18 +47,22 @@ Moment = tuple[datetime, float]
 Options = tuple[bool, float, Any, "datetime | None", "float | None"]
 
 
-#: A put's options, checked (:func:`asked`): ``(pinned, importance, metadata, ttl_us, expires_at,
-#: deadline_us)``; the deadline is fixed once the clock is read (:func:`options_at`).
-Asked = tuple[bool, float, Any, "float | None", "datetime | None", "float | None"]
+#: A put's options, checked (:func:`asked`): the options of an entry without a deadline, then
+#: ``(ttl_us, expires_at, deadline_us)``; a deadline is fixed once the clock is read (:func:`options_at`).
+Asked = tuple[Options, "float | None", "datetime | None", "float | None"]
+#: The names of :data:`Options`, in order: ``Entry``'s put options as declared (checked at import).
+OPTION_NAMES = ("pinned", "importance", "metadata", "expires_at", "expires_us")
+if put_options(Entry) != OPTION_NAMES:
+    raise ImportError(f"Options holds {OPTION_NAMES}; Entry declares {put_options(Entry)}: update both together")
 
 
 def options_at(asked: Asked, now_us: float) -> Options:
     """The options of an entry put at ``now_us`` (a ``ttl`` counts from then)."""
-    pinned, importance, metadata, ttl_us, expires_at, deadline_us = asked
+    options, ttl_us, expires_at, deadline_us = asked
     if ttl_us is None and expires_at is None:
-        return pinned, importance, metadata, None, None
+        return options
     expires, deadline_us = _deadline(now_us, ttl_us, expires_at, deadline_us)
-    return pinned, importance, metadata, expires, deadline_us
+    return options[0], options[1], options[2], expires, deadline_us
 
 
 def asked(importance: object, pinned: object, metadata: Any, ttl: object, expires_at: datetime | None) -> Asked:
@@ -76,7 +80,7 @@ def asked(importance: object, pinned: object, metadata: Any, ttl: object, expire
         raise ValueError("ttl/expires_at: a pinned entry cannot expire; pin it after putting it instead")
     ttl_us = None if ttl is None else duration(ttl, "ttl") * 1e6
     deadline_us = None if expires_at is None else to_us(expires_at, "expires_at")
-    return bool(pinned), imp, meta, ttl_us, expires_at, deadline_us
+    return (bool(pinned), imp, meta, None, None), ttl_us, expires_at, deadline_us
 
 
 def _deadline(
@@ -155,7 +159,7 @@ def put(mem: M, key: Any, value: Any, asked: Asked) -> M:
     if key is not None:
         hashable(key)
     config, at = mem._config, clock(mem)
-    options = options_at(asked, at[1])
+    options = asked[0] if asked[1] is None and asked[2] is None else options_at(asked, at[1])
     # The write sequence in its two halves, without a closure: the hottest write.
     edit, gone = opened(mem, at)
     return closed(mem, edit, gone, _put(config, edit, (key, value), at, options))
@@ -248,7 +252,9 @@ def rehearse(mem: M, key: Any, at: Moment, changes: dict[str, Any]) -> tuple[M, 
     new = rehearsed(entry, now, now_us, state)
     if changes:
         new = evolve(new, **changes)
-    return write(mem, lambda edit: edit.replace(entry, new), at), new
+    edit, gone = opened(mem, at)  # (the write sequence in its halves: a rehearsal is a hot write)
+    edit.replace(entry, new)
+    return closed(mem, edit, gone, None), new
 
 
 def touch(mem: M, key: Any, importance: float | None) -> M:

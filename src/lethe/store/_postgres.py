@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from lethe.store._engine import check_format, checked_timeout
 from lethe.store._errors import CommitUnknown, StoreError
 from lethe.store._retry import Retry
-from lethe.store._sql import MAX_INT, SQL, Dialect
+from lethe.store._sql import MAX_INT, SQL, TABLES, Dialect
 
 # Without the extra the class still imports (``from lethe.store import *`` works); building one
 # says what to install.
@@ -32,33 +32,6 @@ except ImportError:
 
 T = TypeVar("T")
 
-#: A commit, in one statement (see PostgresStore.append).
-_APPEND = """
-WITH latest AS (
-    SELECT coalesce(
-        (SELECT max(version) FROM lethe_log WHERE name = %(name)s),
-        (SELECT max(version) FROM lethe_checkpoints WHERE name = %(name)s)
-    ) AS version
-), logged AS (
-    INSERT INTO lethe_log (name, version, head, record, op)
-    SELECT %(name)s, %(version)s, %(head)s, %(record)s, %(op)s
-    FROM latest, (SELECT pg_notify(%(channel)s, md5(%(name)s))) AS notified
-    WHERE latest.version = %(version)s - 1
-    RETURNING version
-), gone AS (
-    DELETE FROM lethe_entries
-    WHERE name = %(name)s AND seq = ANY(%(removed)s::bigint[]) AND EXISTS (SELECT FROM logged)
-), put AS (
-    INSERT INTO lethe_entries (name, seq, entry)
-    SELECT %(name)s, w.seq, w.entry FROM unnest(%(seqs)s::bigint[], %(rows)s::text[]) AS w(seq, entry)
-    WHERE EXISTS (SELECT FROM logged)
-    ON CONFLICT (name, seq) DO UPDATE SET entry = EXCLUDED.entry
-), configured AS (
-    UPDATE lethe_memories SET config = %(config)s
-    WHERE name = %(name)s AND %(config)s::text IS NOT NULL AND EXISTS (SELECT FROM logged)
-)
-SELECT count(*) FROM logged
-"""
 #: The channel commits are announced on (the payload: the md5 of the memory's name).
 _CHANNEL = "lethe_log"
 #: Serializes the creation of the tables by several processes at once.
@@ -79,6 +52,54 @@ DIALECT = Dialect(
     announce=f"SELECT pg_notify('{_CHANNEL}', md5(?))",
     conflict=() if _MISSING else (_errors.UniqueViolation, _errors.SerializationFailure),
 )
+
+#: Each table's name, as :data:`DIALECT` prefixes it (the statements below are written as the
+#: shared ones are, ``{log}`` for the log table, and named once, at import).
+_TABLES = {name: DIALECT.prefix + name for name in TABLES}
+
+
+def _named(text: str) -> str:
+    """``text`` with its tables (``{log}``, ``{meta}``, ...) named as :data:`DIALECT` names them."""
+    return text.format(**_TABLES)
+
+
+#: A commit, in one statement (see PostgresStore.append).
+_APPEND = _named("""
+WITH latest AS (
+    SELECT coalesce(
+        (SELECT max(version) FROM {log} WHERE name = %(name)s),
+        (SELECT max(version) FROM {checkpoints} WHERE name = %(name)s)
+    ) AS version
+), logged AS (
+    INSERT INTO {log} (name, version, head, record, op)
+    SELECT %(name)s, %(version)s, %(head)s, %(record)s, %(op)s
+    FROM latest, (SELECT pg_notify(%(channel)s, md5(%(name)s))) AS notified
+    WHERE latest.version = %(version)s - 1
+    RETURNING version
+), gone AS (
+    DELETE FROM {entries}
+    WHERE name = %(name)s AND seq = ANY(%(removed)s::bigint[]) AND EXISTS (SELECT FROM logged)
+), put AS (
+    INSERT INTO {entries} (name, seq, entry)
+    SELECT %(name)s, w.seq, w.entry FROM unnest(%(seqs)s::bigint[], %(rows)s::text[]) AS w(seq, entry)
+    WHERE EXISTS (SELECT FROM logged)
+    ON CONFLICT (name, seq) DO UPDATE SET entry = EXCLUDED.entry
+), configured AS (
+    UPDATE {memories} SET config = %(config)s
+    WHERE name = %(name)s AND %(config)s::text IS NOT NULL AND EXISTS (SELECT FROM logged)
+)
+SELECT count(*) FROM logged
+""")
+#: Whether a commit's log row is there: inserting it waits for the transaction that may hold
+#: it to end, and inserts nothing if it was committed (see PostgresStore.append).
+_PROBE = _named(
+    "INSERT INTO {log} (name, version, head, record, op) VALUES (%s, %s, '', '', '')"
+    " ON CONFLICT (name, version) DO NOTHING RETURNING version"
+)
+#: The operation id of a version's log row.
+_OPERATION = _named("SELECT op FROM {log} WHERE name = %s AND version = %s")
+#: Whether a database holds lethe's tables (see holds_store).
+_HOLDS = _named("SELECT count(*) FROM {meta}")
 
 #: The longest a thread of a :class:`PostgresStore` listens for commits before another thread
 #: waiting on the same store gets its turn (each waits at most this past its own timeout).
@@ -405,15 +426,9 @@ class PostgresStore:
             with conn.transaction(force_rollback=True):
                 # Inserting the same log row waits until the transaction that may hold it ends; then
                 # the row is there if and only if it was committed.
-                free = conn.execute(
-                    "INSERT INTO lethe_log (name, version, head, record, op) VALUES (%s, %s, '', '', '')"
-                    " ON CONFLICT (name, version) DO NOTHING RETURNING version",
-                    (name, version),
-                ).fetchone()
+                free = conn.execute(_PROBE, (name, version)).fetchone()
                 if free is None:
-                    found = conn.execute(
-                        "SELECT op FROM lethe_log WHERE name = %s AND version = %s", (name, version)
-                    ).fetchone()
+                    found = conn.execute(_OPERATION, (name, version)).fetchone()
                     mine = found is not None and found[0] == operation
             return mine
 
@@ -565,7 +580,7 @@ def holds_store(conninfo: str, timeout: float) -> bool:
         raise StoreError("not a valid PostgreSQL URL or connection string") from None
     with conn:
         try:
-            found = conn.execute("SELECT count(*) FROM lethe_meta").fetchone()
+            found = conn.execute(_HOLDS).fetchone()
         except _errors.UndefinedTable:
             return False
         except psycopg.Error as exc:

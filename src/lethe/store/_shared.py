@@ -24,6 +24,7 @@ from lethe._core.map import EMPTY
 from lethe._core.snapshot import Snapshot
 from lethe._core.validate import is_number
 from lethe._memory.config import FIELDS, STORED, Config
+from lethe._memory.document import FORMAT, VERSION
 from lethe._memory.memory import Memory
 from lethe._memory.version import applied, changes, config_of, rehooked, restored, snapshot_of
 from lethe.decay._adapter import CUSTOM, identity
@@ -58,7 +59,7 @@ def stored_template(doc: dict[str, Any], **options: Any) -> Memory[Any, Any]:
         ValueError, TypeError: ``doc`` is not a configuration ``from_dict`` reads.
     """
     fields = {name: doc[name] for name in STORED if name in doc}
-    empty = {"format": "lethe.memory", "version": 2, "next_key": 0, "next_seq": 0, "latest": None, "entries": []}
+    empty = {"format": FORMAT, "version": VERSION, "next_key": 0, "next_seq": 0, "latest": None, "entries": []}
     return Memory.from_dict({**empty, **fields}, **options)
 
 
