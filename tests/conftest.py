@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,3 +173,16 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     made = make_store(request.param, request, tmp_path)
     yield made
     made.close()
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """A directory another user can reach (pytest's own are its owner's alone)."""
+    made = Path(tempfile.mkdtemp(prefix="lethe-ro-"))
+    made.chmod(0o755)
+    try:
+        yield made
+    finally:
+        for item in (made, *made.iterdir()):
+            item.chmod(0o755 if item.is_dir() else 0o644)
+        shutil.rmtree(made)

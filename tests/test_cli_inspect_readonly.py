@@ -12,12 +12,8 @@ import json
 import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from lethe import ManualClock
 from lethe.store import Shared, SQLiteStore
@@ -27,19 +23,6 @@ from .test_cli_store import fill, template
 from .test_store_readonly import ENV, _other_user, _read_only_mount
 
 NAME = "agent-memory.db"
-
-
-@pytest.fixture
-def shared_dir() -> Iterator[Path]:
-    """A directory another user can reach (pytest's own are its owner's alone)."""
-    made = Path(tempfile.mkdtemp(prefix="lethe-inspect-ro-"))
-    made.chmod(0o755)
-    try:
-        yield made
-    finally:
-        for item in (made, *made.iterdir()):
-            item.chmod(0o755 if item.is_dir() else 0o644)
-        shutil.rmtree(made)
 
 
 def _made(path: Path) -> None:

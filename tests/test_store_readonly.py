@@ -14,8 +14,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -161,17 +159,6 @@ def test_read_only_is_a_flag(tmp_path: Path) -> None:
 # -- a file or directory without write permission, read by another user ----------------------
 
 
-@pytest.fixture
-def shared_dir() -> Iterator[Path]:
-    """A directory another user can reach (pytest's own are its owner's alone)."""
-    made = Path(tempfile.mkdtemp(prefix="lethe-ro-"))
-    made.chmod(0o755)
-    try:
-        yield made
-    finally:
-        for item in (made, *made.iterdir()):
-            item.chmod(0o755 if item.is_dir() else 0o644)
-        shutil.rmtree(made)
 
 
 #: Where ``lethe`` is imported from, for a reader in another process.

@@ -28,6 +28,7 @@ built from :func:`valuer`, :func:`live` and :func:`next_live`.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from datetime import datetime
 from itertools import chain, islice
@@ -82,7 +83,7 @@ def next_live(tree: Tree, key: Any, seq: int, now_us: float) -> Entry[Any, Any] 
     return None
 
 
-class Merged:
+class Merged(ABC):
     """A ranking of pinned entries plus, per live group, its members by high key and by low key,
     merged at query time (see the module doc and :class:`~lethe.ranking.Ranking`).  Subclasses
     give the bounds (:meth:`_ceiling`, :meth:`_floor`), the merge of :meth:`_merged`,
@@ -117,31 +118,36 @@ class Merged:
 
     # -- each ranking's own ---------------------------------------------------
 
+    @abstractmethod
     def _ceiling(self, now_us: float) -> Limit:
         """At ``now_us``, a bound from above on the rank value of the entries at a high key,
         non-decreasing in the key (the key's first entry is given: a run of one key scores alike
         where high and low keys are one)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _floor(self, scorer: Scorer, now: datetime, now_us: float) -> Limit:
         """At ``now``, a bound from below on the rank value of the entries at a low key,
         non-decreasing in the key."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _merged(self, scorer: Scorer, now: datetime, now_us: float) -> Iterator[Entry[Any, Any]]:
         """The unpinned entries not expired at ``now_us``, in rank order, lazily."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def lowest(self, entries: Entries, scorer: Scorer, now: datetime, now_us: float) -> Entry[Any, Any] | None:
         """The unpinned entry ranking last (lowest rank value, then earliest put); None if all are pinned.
 
         (A memory removes its expired entries before it looks for a victim.)
         """
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def soonest(self, entries: Entries) -> list[Entry[Any, Any]]:
         """Unpinned entries among which is the first to fall below any threshold (a superset)."""
-        raise NotImplementedError
+        ...
 
     # -- changes --------------------------------------------------------------
 
