@@ -85,8 +85,9 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _cycle({"a": {"b"}, "b": set()}) is None
 
 
-#: The engines on servers, each the only module that imports its optional extra's client.
-EXTRAS = {"lethe.store._postgres": {"psycopg"}, "lethe.store._redis": {"redis"}}
+#: The engines on servers, each the only module that imports its optional extra's client, and
+#: the vector rows of a search index, the only module that imports numpy (the vector extra).
+EXTRAS = {"lethe.store._postgres": {"psycopg"}, "lethe.store._redis": {"redis"}, "lethe.search._dense": {"numpy"}}
 
 
 def test_the_core_imports_only_the_standard_library() -> None:
@@ -138,9 +139,18 @@ LAYERS = {
     "lethe._core": set(),
     "lethe.decay": {"lethe._core"},
     "lethe.ranking": {"lethe._core", "lethe.decay"},
-    "lethe._memory": {"lethe._core", "lethe.decay", "lethe.ranking"},
-    "lethe.store": {"lethe._core", "lethe.decay", "lethe.ranking", "lethe._memory", "lethe"},
-    "lethe._cli": {"lethe._core", "lethe.decay", "lethe.ranking", "lethe._memory", "lethe.store", "lethe"},
+    "lethe.search": {"lethe._core"},
+    "lethe._memory": {"lethe._core", "lethe.decay", "lethe.ranking", "lethe.search"},
+    "lethe.store": {"lethe._core", "lethe.decay", "lethe.ranking", "lethe.search", "lethe._memory", "lethe"},
+    "lethe._cli": {
+        "lethe._core",
+        "lethe.decay",
+        "lethe.ranking",
+        "lethe.search",
+        "lethe._memory",
+        "lethe.store",
+        "lethe",
+    },
 }
 
 
@@ -173,11 +183,12 @@ def _lines_of_class(path: Path, name: str) -> int:
 
 
 def test_memory_is_its_api_not_its_plumbing() -> None:
-    """``Memory`` with its lethe-defined base stays under 700 lines, docstrings included: the
-    plumbing lives in ``_memory/version.py``, ``writes.py`` and ``reads.py``."""
+    """``Memory`` with its lethe-defined base stays under 800 lines, docstrings included: the
+    plumbing lives in ``_memory/version.py``, ``writes.py``, ``reads.py`` and ``searching.py``
+    (700 until ``search`` and ``recall`` joined the API, with their docstrings)."""
     memory = _lines_of_class(SRC / "_memory" / "memory.py", "Memory")
     base = _lines_of_class(SRC / "_memory" / "version.py", "Version")
-    assert memory + base < 700
+    assert memory + base < 800
 
 
 def test_the_document_module_stays_a_plain_converter() -> None:

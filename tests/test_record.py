@@ -42,8 +42,8 @@ US0 = T0.timestamp() * 1e6
 class Noted(Entry[Any, Any]):
     """``Entry`` with two more fields: any value given at put, and a count."""
 
-    note: Any = field(default=None, metadata=declare(ANY, put=OPTION))
-    votes: int = field(default=0, metadata=declare(COUNT))
+    note: Any = field(default=None, metadata=declare(ANY, put=OPTION, since=4))
+    votes: int = field(default=0, metadata=declare(COUNT, since=4))
 
 
 def noted(**changes: Any) -> Noted:
@@ -96,13 +96,15 @@ def test_reading_checks_the_new_fields_and_names_them() -> None:
     document = forms.to_document(noted(), Exponential(), {})
     with pytest.raises(ValueError, match=r"^entries\[4\]\.votes: expected an int"):
         forms.from_document({**document, "votes": -2}, "entries[4].", reading(Exponential()))
-    with pytest.raises(ValueError, match=r"^entries\[4\]\.note: missing"):
-        forms.from_document({k: v for k, v in document.items() if k != "note"}, "entries[4].", reading(Exponential()))
+    with pytest.raises(ValueError, match=r"^entries\[4\]\.value: missing"):
+        forms.from_document({k: v for k, v in document.items() if k != "value"}, "entries[4].", reading(Exponential()))
+    without_note = {k: v for k, v in document.items() if k != "note"}  # written before it existed
+    assert forms.from_document(without_note, "entries[4].", reading(Exponential())).note is None
     row = forms.to_row(noted(), Exponential(), None)
     with pytest.raises(ValueError, match=r"^\.votes: expected an int"):
         forms.from_row([*row[:-1], "x"], ".", reading(Exponential()))
-    with pytest.raises(ValueError, match=r"^: expected a list of 15 fields"):
-        forms.from_row(row[:-1], ".", reading(Exponential()))
+    with pytest.raises(ValueError, match=r"^: expected a list of 17 fields"):
+        forms.from_row(row[:12], ".", reading(Exponential()))
 
 
 def test_entrys_own_forms_hold_exactly_its_declared_fields() -> None:
@@ -115,7 +117,7 @@ def test_entrys_own_forms_hold_exactly_its_declared_fields() -> None:
 
 def test_declarations_are_refused_when_they_cannot_be_built() -> None:
     with pytest.raises(ValueError, match="kind"):
-        declare("text")
+        declare("prose")
     with pytest.raises(ValueError, match="put"):
         declare(ANY, put="later")
     with pytest.raises(ValueError, match="exact"):
@@ -169,14 +171,29 @@ def test_a_subclass_of_entry_without_slots_is_an_entry() -> None:
 
 
 # Every name the generated code uses for itself, as a field name: none may clash.
-_RESERVED = ["r", "e", "raw", "where", "reading", "plain", "moments", "t", "fn", "texts", "stamp", "options", "type"]
+_RESERVED = [
+    "r",
+    "e",
+    "raw",
+    "where",
+    "reading",
+    "plain",
+    "moments",
+    "t",
+    "fn",
+    "texts",
+    "stamp",
+    "options",
+    "content",
+    "type",
+]
 
 
 @pytest.mark.parametrize("name", _RESERVED)
 def test_a_field_may_take_any_name(name: str) -> None:
     cls = dataclasses.make_dataclass(
         "Named",
-        [(name, Any, field(default=None, metadata=declare(ANY, put=OPTION)))],
+        [(name, Any, field(default=None, metadata=declare(ANY, put=OPTION, since=4)))],
         bases=(Entry,),
         frozen=True,
         slots=True,
@@ -196,8 +213,8 @@ def test_a_field_may_take_any_name(name: str) -> None:
 class Later(Entry[Any, Any]):
     """``Entry`` with a field added in a later format version, and a list made per record."""
 
-    text: str | None = field(default=None, metadata=declare(ANY, put=OPTION, since=3))
-    tags: list[str] = field(default_factory=list, metadata=declare(ANY, since=3))
+    note: str | None = field(default=None, metadata=declare(ANY, put=OPTION, since=4))
+    tags: list[str] = field(default_factory=list, metadata=declare(ANY, since=4))
 
 
 def test_data_written_before_a_field_existed_reads_its_default() -> None:
@@ -205,11 +222,11 @@ def test_data_written_before_a_field_existed_reads_its_default() -> None:
     e = Entry(key="k", value="v", inserted_at=T0, last_accessed_at=T0)
     document = json.loads(json.dumps(old.to_document(e, Exponential(), {})))
     back = new.from_document(document, "entries[0].", reading(Exponential()))
-    assert (back.text, back.tags, back.key) == (None, [], "k")
+    assert (back.note, back.tags, back.key) == (None, [], "k")
     row = json.loads(json.dumps(old.to_row(e, Exponential(), None)))
     assert new.from_row(row, ".", reading(Exponential())) == back
-    with pytest.raises(ValueError, match=r"^: expected a list of 15 fields"):
-        new.from_row(row[:-1], ".", reading(Exponential()))
+    with pytest.raises(ValueError, match=r"^: expected a list of 17 fields"):
+        new.from_row(row[:12], ".", reading(Exponential()))
 
 
 def test_a_fresh_record_gets_its_own_default_list() -> None:

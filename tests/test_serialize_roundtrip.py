@@ -15,6 +15,7 @@ import pytest
 
 import lethe
 from lethe import ClockWarning, Entry, ManualClock, Memory
+from lethe._core.record import fields
 from lethe.decay import ACTR, BUILTINS, FSRS, AccessFrequency, Blend, ByMetadata, Exponential, Importance, Product
 from lethe.decay import from_dict as decay_from_dict
 
@@ -126,7 +127,9 @@ def test_every_top_level_field_is_required(clock: ManualClock) -> None:
 
 def test_every_entry_field_is_required(clock: ManualClock) -> None:
     data = json_copy(saved(clock).to_dict())
-    for name in data["entries"][1]:
+    later = {f.name for f in fields(Entry) if f.since is not None}  # (absent from older documents)
+    assert later == {"text", "vector"}
+    for name in set(data["entries"][1]) - later:
         broken = copy.deepcopy(data)
         del broken["entries"][1][name]
         with pytest.raises(ValueError, match=rf"^entries\[1\]\.{name}: missing"):
@@ -208,7 +211,7 @@ def test_version_1_documents_load_with_their_latest_access_as_the_latest_reading
     assert (mem.max_entries, mem.half_life) == (5, 600.0)
     e = mem.peek("a")
     assert (e.access_count, dict(e.metadata), e.last_accessed_at) == (1, {"src": "user"}, START + timedelta(minutes=30))
-    assert mem.to_dict()["version"] == 2
+    assert mem.to_dict()["version"] == 3
     assert mem.to_dict()["latest"] == e.last_accessed_at.isoformat()
     assert Memory.from_dict(mem.to_dict(), clock_fn=clock) == mem
 

@@ -59,6 +59,7 @@ from lethe import Entry, ManualClock, Memory, MemoryFullError
 from lethe.decay import ACTR, BUILTINS
 
 from ._support import BY_ID, METADATA, MODEL_IDS, START, custom_decay, fake_clock, memory_score
+from ._twin import WORDS, answer, brute
 
 TOL = 1e-9
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
@@ -80,6 +81,11 @@ ACTR_D = 0.5
 #: One put in five pins (a fair coin would fill every small memory with pins).
 TICKS = st.sampled_from([1.0, 3.0, 10.0, 0.25, 60.0, 0, 1, 1_000_000])
 PINNED = st.integers(0, 4).map(lambda n: n == 4)
+TEXTS = st.lists(st.sampled_from(WORDS), max_size=4).map(" ".join)
+VECTORS = st.lists(st.integers(-2, 2), min_size=3, max_size=3).filter(any).map(lambda v: [float(x) for x in v])
+#: What a put gives for search: ``(text, vector)``, each often absent.
+CONTENT = st.tuples(st.one_of(st.none(), TEXTS), st.one_of(st.none(), VECTORS))
+QUERIES = st.one_of(TEXTS, VECTORS)
 ACTR_S = 0.25
 
 
@@ -264,14 +270,14 @@ class MemoryMachine(RuleBasedStateMachine):
 
     # -- rules ----------------------------------------------------------------
 
-    @rule(key=st.one_of(st.none(), KEYS), importance=IMPORTANCE, pinned=PINNED, meta=META)
-    def put_again(self, key: Any, importance: float, pinned: bool, meta: int) -> None:
+    @rule(key=st.one_of(st.none(), KEYS), importance=IMPORTANCE, pinned=PINNED, meta=META, content=CONTENT)
+    def put_again(self, key: Any, importance: float, pinned: bool, meta: int, content: Any) -> None:
         """A second put rule: puts are the interesting step, so they come twice as often."""
         TOTALS["op_put_again"] += 1
-        self.put(key, importance, pinned, meta)
+        self.put(key, importance, pinned, meta, content)
 
     @rule(key=st.one_of(st.none(), KEYS), importance=IMPORTANCE, pinned=PINNED, meta=META)
-    def put(self, key: Any, importance: float, pinned: bool, meta: int) -> None:
+    def put(self, key: Any, importance: float, pinned: bool, meta: int, content: Any = (None, None)) -> None:
         TOTALS["op_put"] += 1
         value = self.fresh_value()
         if key is None:
@@ -284,7 +290,10 @@ class MemoryMachine(RuleBasedStateMachine):
         now = self.now()
         before = dict(self.model)
         try:
-            new = self.mem.put(value, key=key, importance=importance, pinned=pinned, metadata=METADATA[meta])
+            text, vector = content
+            new = self.mem.put(
+                value, key=key, importance=importance, pinned=pinned, metadata=METADATA[meta], text=text, vector=vector
+            )
         except MemoryFullError:
             assert target not in self.model
             assert len(self.model) >= self.cap
@@ -375,6 +384,29 @@ class MemoryMachine(RuleBasedStateMachine):
         assert entry.access_count == rec.count
         assert entry.value == rec.value
         assert new.peek(key) == entry
+        self.advance(new)
+
+    @rule(query=QUERIES, k=st.integers(1, 4), weight=st.sampled_from([0.0, 0.25, 2.0]))
+    def search(self, query: Any, k: int, weight: float) -> None:
+        """Observes: the answer is the brute-force sort, and nothing changes."""
+        TOTALS["op_search"] += 1
+        before = self.mem.to_dict()
+        assert answer(self.mem, query, k, decay_weight=weight) == brute(self.mem, query, k, decay_weight=weight)
+        assert self.mem.to_dict() == before
+
+    @rule(query=QUERIES, k=st.integers(1, 3))
+    def recall(self, query: Any, k: int) -> None:
+        """The hits of the search, each rehearsed as get rehearses it."""
+        TOTALS["op_recall"] += 1
+        want = brute(self.mem, query, k)
+        new, hits = self.mem.recall(query, k)
+        assert [(e.key, n) for e, n in hits] == want
+        assert self.take_calls() == ([], [])
+        for e, _ in hits:
+            rec = self.model[e.key]
+            self.rehearse_model(rec)
+            assert e.access_count == rec.count
+            assert new.peek(e.key) == e
         self.advance(new)
 
     @rule(data=st.data())

@@ -357,7 +357,7 @@ def test_a_truncated_log_is_a_store_error(tmp_path: Path, clock: ManualClock) ->
 @pytest.mark.parametrize(
     ("statement", "message"),
     [
-        ("UPDATE entries SET entry = '[1, 2]' WHERE seq = 1", r"entries\[\d\]: expected a list of 13 fields"),
+        ("UPDATE entries SET entry = '[1, 2]' WHERE seq = 1", r"entries\[\d\]: expected a list of 15 fields"),
         ("UPDATE entries SET entry = 'nonsense' WHERE seq = 1", "not JSON"),
         ("UPDATE entries SET entry = replace(entry, '[1,1,', '[1,0,') WHERE seq = 1", "duplicate key 0"),
         ("UPDATE entries SET entry = replace(entry, '[1,1,', '[0,1,') WHERE seq = 1", "duplicate seq 0"),

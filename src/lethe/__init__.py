@@ -16,6 +16,7 @@ lowest-scored entry is summarized and evicted, never silently dropped.
 from lethe._core.clock import ManualClock
 from lethe._core.entry import Entry
 from lethe._core.errors import ClockWarning, LetheError, MemoryFullError, SummarizeError
+from lethe._core.vector import Vector
 from lethe._memory.consolidate import jaccard_words
 from lethe._memory.memory import Memory
 from lethe._memory.reads import Stats
@@ -31,6 +32,7 @@ __all__ = [
     "MemoryFullError",
     "Stats",
     "SummarizeError",
+    "Vector",
     "__version__",
     "jaccard_words",
 ]

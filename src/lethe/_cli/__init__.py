@@ -81,6 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"how long to keep trying to reach a store server (default {_inspect.DEFAULT_TIMEOUT:g}s)",
     )
     i.add_argument("--at", metavar="ISO-TIME", help="the moment to score at (default: now)")
+    i.add_argument(
+        "--search",
+        metavar="TEXT",
+        help="show only the entries a search for TEXT finds, best first (their texts' BM25 plus decay)",
+    )
     i.add_argument("--top", type=int, metavar="N", help="show only the first N entries")
     i.add_argument("--sort", choices=("score", "age", "key"), default="score")
     i.add_argument("--json", action="store_true", help="print machine-readable JSON")
@@ -122,6 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.sort,
                 args.json,
                 source=Source(model=args.model, name=args.name, prefix=args.prefix, timeout=args.timeout),
+                search=args.search,
             )
         if args.command == "simulate":
             report = simulate(args.log, args.model, args.half_life, args.capacity)

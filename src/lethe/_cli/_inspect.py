@@ -654,8 +654,14 @@ def inspect(
     as_json: bool = False,
     out: TextIO | None = None,
     source: Source = Source(),
+    search: str | None = None,
 ) -> int:
     """Print the entries of a saved memory with their scores, states, summaries and threshold crossings.
+
+    With ``search``, only the entries :meth:`~lethe.Memory.search` finds for that text, best
+    first (``top`` of them, 10 by default), each with the number that ranked it (its match):
+    lexical relevance (the saved vectors need the process's ``embed_fn``), plus a quarter of its
+    score when the memory can be scored.
 
     ``path`` is a ``Memory.to_dict()`` JSON file, a lethe store file or a store URL;
     ``source`` (:class:`Source`) tells how to read it: ``model`` names a built-in to
@@ -685,7 +691,16 @@ def inspect(
         raise CLIError(scrubbed(str(exc), path)) from None
     where = shown(path)
     mem = loaded.memory
-    rows, by_state = inspect_rows(mem, clock, moment, sort=sort, top=top, scored=loaded.scored)
+    rows, by_state = inspect_rows(
+        mem, clock, moment, sort=sort, top=top if search is None else None, scored=loaded.scored
+    )
+    matches: dict[Any, float] = {}
+    if search is not None:
+        clock.set(moment)
+        weight = 0.25 if loaded.scored else 0.0
+        matches = {e.key: n for e, n in mem.search(search, k=top or 10, decay_weight=weight, lexical_weight=1.0)}
+        found = {r.key: r for r in rows if r.key in matches}
+        rows = [found[key] for key in matches]
     half_life = half_life_of(mem) if loaded.scored else None
     upcoming = _next_eviction(mem) if loaded.scored else None
     expired = by_state.get("expired", 0)  # gone for every read, still in the file
@@ -706,9 +721,11 @@ def inspect(
             "eviction_threshold": mem.eviction_threshold,
             "next_eviction": None if upcoming is None else upcoming.isoformat(),
             "counts": by_state,
+            **({} if search is None else {"search": search}),
             "entries": [
                 {
                     "key": r.key,
+                    **({} if search is None else {"match": matches[r.key]}),
                     "score": r.score,
                     "state": r.state,
                     "age_seconds": r.age,
@@ -739,9 +756,25 @@ def inspect(
         f"next eviction: {next_text}\n"
         f"states: {count_text(by_state)}\n\n"
     )
-    header = ("key", "score", "state", "age", "accessed", "n", "imp", "summarize", "evict", "value", "summary")
+    header: tuple[str, ...] = (
+        "key",
+        "score",
+        "state",
+        "age",
+        "accessed",
+        "n",
+        "imp",
+        "summarize",
+        "evict",
+        "value",
+        "summary",
+    )
+    if search is not None:
+        w(f"search: {search!r}, best first\n\n")
+        header = ("match", *header)
     cells = [
         (
+            *(() if search is None else (f"{matches[r.key]:.3f}",)),
             preview(r.key, 14),
             "n/a" if r.score is None else f"{r.score:.3f}",
             r.state,
@@ -759,5 +792,5 @@ def inspect(
     for line in table(header, cells):
         w(line + "\n")
     if not rows:
-        w("(no entries)\n")
+        w("(no entries)\n" if search is None else "(no entry matches)\n")
     return 0

@@ -11,6 +11,7 @@ from lethe._core.clock import UTC, to_us, to_utc
 from lethe._core.record import (
     ANY,
     CLOCK,
+    CONTENT,
     COUNT,
     FLAG,
     GIVEN,
@@ -20,6 +21,8 @@ from lethe._core.record import (
     OPTION,
     ORDER,
     STATE,
+    TEXT,
+    VECTOR,
     WEIGHT,
     changer,
     declare,
@@ -28,6 +31,7 @@ from lethe._core.record import (
 )
 from lethe._core.reprs import short_repr
 from lethe._core.validate import flag, integer, number
+from lethe._core.vector import Vector, vector
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -160,6 +164,8 @@ class Entry(Generic[K, V]):
         seq: Position in the memory's history of puts; breaks ties between equal scores.
         decay_state: Per-entry state kept by the decay function (for example ACT-R's
             recent access times); None until the first rehearsal.
+        text: The text a search matches (None: ``value`` when it is a str, else nothing).
+        vector: The embedding a search compares (a :class:`~lethe.Vector`, float32), or None.
         inserted_us, accessed_us, expires_us: The same instants as exact counts of
             microseconds since the Unix epoch (floats), derived from the datetimes;
             decay functions use them to score with float arithmetic.
@@ -168,7 +174,8 @@ class Entry(Generic[K, V]):
         TypeError, ValueError: a field is of the wrong type or out of range (the
             message names it): a naive or non-datetime instant, ``last_accessed_at``
             before ``inserted_at``, ``importance`` below 0, ``pinned`` or ``summarized``
-            not a bool, ``access_count`` or ``seq`` not an int >= 0.
+            not a bool, ``access_count`` or ``seq`` not an int >= 0, ``text`` not a str,
+            ``vector`` not a sequence of finite numbers with a direction.
 
     >>> from datetime import datetime, timezone
     >>> t = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -191,6 +198,8 @@ class Entry(Generic[K, V]):
     expires_at: datetime | None = field(default=None, metadata=declare(INSTANT, exact="expires_us", put=OPTION))
     seq: int = field(default=0, metadata=declare(ORDER, put=GIVEN))
     decay_state: Any = field(default=None, metadata=declare(STATE))
+    text: str | None = field(default=None, metadata=declare(TEXT, put=CONTENT, since=3))
+    vector: Vector | None = field(default=None, metadata=declare(VECTOR, put=CONTENT, since=3))
     # Exact microsecond counts of the three datetimes, so scoring is float math (derived).
     inserted_us: float = field(default=_NAN, repr=False, compare=False)
     accessed_us: float = field(default=_NAN, repr=False, compare=False)
@@ -230,10 +239,22 @@ _ACCEPT: dict[str, Callable[[Any, str], Any]] = {
     FLAG: flag,
     WEIGHT: lambda value, name: number(value, name, low=0),
     METADATA: lambda value, name: freeze_metadata(value),
+    TEXT: lambda value, name: checked_text(value, name),
+    VECTOR: lambda value, name: None if value is None else vector(value, name),
 }
 
-#: ``new_entry(key, value, seq, (now, now_us), (pinned, importance, metadata, expires_at, expires_us))``:
-#: a new entry, as a put makes it (compiled from the declaration; nothing checked).
+
+def checked_text(text: object, name: str = "text") -> str | None:
+    """``text`` if it is a str or None, else TypeError naming ``name``."""
+    if text is None or type(text) is str:
+        return text
+    if isinstance(text, str):
+        return str(text)
+    raise TypeError(f"{name} must be a str or None, got {type(text).__name__}")
+
+
+#: ``new_entry(key, value, seq, (now, now_us), (pinned, importance, metadata, expires_at, expires_us),
+#: content=(text, vector) or None)``: a new entry, as a put makes it (compiled from the declaration; nothing checked).
 new_entry = fresh_builder(Entry)
 _rehearsed = changer(Entry, ("last_accessed_at", "accessed_us", "access_count", "decay_state"))
 

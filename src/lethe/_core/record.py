@@ -49,7 +49,11 @@ WEIGHT = "weight"
 METADATA = "metadata"
 #: The decay function's own per-record state (written and read through the function).
 STATE = "state"
-KINDS = frozenset({ANY, KEY, INSTANT, COUNT, ORDER, FLAG, WEIGHT, METADATA, STATE})
+#: A searchable text: a str, or None.
+TEXT = "text"
+#: An embedding: a :class:`~lethe._core.vector.Vector`, or None.
+VECTOR = "vector"
+KINDS = frozenset({ANY, KEY, INSTANT, COUNT, ORDER, FLAG, WEIGHT, METADATA, STATE, TEXT, VECTOR})
 
 # How a fresh record (a put) gets a field.
 #: Passed to the builder one by one (an entry's key, value and put order).
@@ -58,9 +62,12 @@ GIVEN = "given"
 CLOCK = "clock"
 #: One of the write's options, the same for every record it makes (``put``'s keyword arguments).
 OPTION = "option"
+#: What the caller gave for this record alone, beside its value (an entry's text and vector):
+#: passed to the builder together, as one tuple, or not at all (every one its default).
+CONTENT = "content"
 #: The field's default.
 DEFAULT = "default"
-_PUTS = frozenset({GIVEN, CLOCK, OPTION, DEFAULT})
+_PUTS = frozenset({GIVEN, CLOCK, OPTION, CONTENT, DEFAULT})
 
 _KIND = "lethe.kind"
 
@@ -75,7 +82,8 @@ def declare(
         exact: For an instant, the (derived, undeclared) attribute that holds its exact
             microseconds since the Unix epoch as a float.
         after: For a required instant, another required instant it may not be earlier than.
-        put: How a fresh record gets it (:data:`GIVEN`, :data:`CLOCK`, :data:`OPTION`, :data:`DEFAULT`).
+        put: How a fresh record gets it (:data:`GIVEN`, :data:`CLOCK`, :data:`OPTION`,
+            :data:`CONTENT`, :data:`DEFAULT`).
         since: The document format version that first wrote the field: data written before
             lacks it and reads it as its default (it must have one, and be declared after
             every field without ``since``).  None: written since the first version.
@@ -259,8 +267,6 @@ def defaults(cls: type, namespace: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-
-
 def put_options(cls: type) -> tuple[str, ...]:
     """The attributes a put's ``options`` give a fresh record of ``cls`` (:func:`fresh_builder`),
     in order: the :data:`OPTION` fields as declared, each instant followed by its exact microseconds."""
@@ -271,13 +277,21 @@ def put_options(cls: type) -> tuple[str, ...]:
     return tuple(out)
 
 
+def put_content(cls: type) -> tuple[str, ...]:
+    """The :data:`CONTENT` fields of ``cls``, in declaration order: what a fresh record's
+    ``content`` holds (:func:`fresh_builder`)."""
+    return tuple(f.name for f in fields(cls) if f.put == CONTENT)
+
+
 def fresh_builder(cls: type) -> Callable[..., Any]:
-    """A compiled ``fresh(*given, stamp, options)``: a new record of ``cls``.
+    """A compiled ``fresh(*given, stamp, options, content=None)``: a new record of ``cls``
+    (``content`` by keyword).
 
     ``given`` are the :data:`GIVEN` fields, in declaration order; ``stamp`` is the
     write's clock reading, ``(datetime, microseconds)``, for every :data:`CLOCK` instant;
     ``options`` holds the :data:`OPTION` fields in declaration order, each instant followed
-    by its exact microseconds.  Every other field takes its default.
+    by its exact microseconds; ``content``, the :data:`CONTENT` fields in declaration order
+    (None: their defaults).  Every other field takes its default.
 
     Raises:
         TypeError: ``cls`` is not slotted.
@@ -298,8 +312,13 @@ def fresh_builder(cls: type) -> Callable[..., Any]:
         options.append(f"_v_{name}")
         values[name] = f"_v_{name}"
     unpack = f"    {', '.join(options)}, = _options\n" if options else ""
+    content = [f"_v_{name}" for name in put_content(cls)]
+    if content:
+        defaults_ = ", ".join(values[name] for name in put_content(cls))
+        unpack += f"    {', '.join(content)}, = ({defaults_},) if content is None else content\n"
+        values.update({name: f"_v_{name}" for name in put_content(cls)})
     source = (
-        f"def fresh({''.join(g + ', ' for g in given)}_stamp, _options):\n"
+        f"def fresh({''.join(g + ', ' for g in given)}_stamp, _options, content=None):\n"
         f"    _now, _now_us = _stamp\n{unpack}{building(cls, values)}\n    return _r\n"
     )
     return compiled(source, namespace, "fresh")

@@ -20,6 +20,7 @@ when that test fails.
 
 from __future__ import annotations
 
+import binascii
 import math
 import sys
 from collections.abc import Callable, Mapping
@@ -38,6 +39,8 @@ from lethe._core.record import (
     METADATA,
     ORDER,
     STATE,
+    TEXT,
+    VECTOR,
     WEIGHT,
     Field,
     building,
@@ -48,6 +51,7 @@ from lethe._core.record import (
 )
 from lethe._core.reprs import short_repr
 from lethe._core.validate import is_int, number
+from lethe._core.vector import Vector
 from lethe.decay._adapter import dumped_state, is_builtin, state_loader
 
 #: An instant once read: the datetime and its exact microseconds since the epoch.
@@ -198,6 +202,50 @@ def _metadata(value: Any, where: str) -> Any:
     return freeze_metadata(value)
 
 
+def _text(value: Any, where: str) -> str | None:
+    if value is not None and type(value) is not str:
+        raise ValueError(f"{where}: expected a string or null, got {short_repr(value)}")
+    return value
+
+
+def _document_vector(value: Any, where: str) -> Vector | None:
+    """A vector as a document holds it: a list of numbers (null: none)."""
+    if value is None:
+        return None
+    if type(value) is not list:
+        raise ValueError(f"{where}: expected a list of numbers or null, got {short_repr(value)}")
+    try:
+        return Vector(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: {str(exc).removeprefix('vector')}") from None
+
+
+def _row_vector(value: Any, where: str) -> Vector | None:
+    """A vector as a row holds it: its float32 bytes, little-endian, in base64 (null: none)."""
+    if value is None:
+        return None
+    if type(value) is not str:
+        raise ValueError(f"{where}: expected base64 text or null, got {short_repr(value)}")
+    try:
+        return Vector.from_bytes(_b64(value))
+    except (binascii.Error, TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: {str(exc).removeprefix('vector')}") from None
+
+
+def _b64(value: str) -> bytes:
+    """Base64 ``value`` decoded, refusing anything but the canonical text of its bytes (Python
+    3.10's ``a2b_base64`` has no ``strict_mode``, and skips what is not base64)."""
+    data = binascii.a2b_base64(value)
+    if binascii.b2a_base64(data, newline=False).decode("ascii") != value:
+        raise binascii.Error("not base64 (as a row writes a vector)")
+    return data
+
+
+def _vector_text(v: Vector) -> str:
+    """``v`` as a row holds it."""
+    return binascii.b2a_base64(v.to_bytes(), newline=False).decode("ascii")
+
+
 def loaded_state(state: Any, where: str, reading: Reading) -> Any:
     """An entry's stored decay state as ``reading.decay_fn`` takes it."""
     if not reading.same_fn:
@@ -279,7 +327,11 @@ _FAST: dict[str, tuple[str | None, str]] = {
     WEIGHT: ("(type({v}) is float and 0.0 <= {v} < _inf)", "{v}"),
     METADATA: ("(type({v}) is dict and not {v})", "_EMPTY_METADATA"),
     STATE: (None, "{v} if {v} is None and plain else _loaded_state({v}, {w}, reading)"),
+    TEXT: ("({v} is None or type({v}) is str)", "{v}"),
+    VECTOR: ("({v} is None or type({v}) is list)", "None if {v} is None else _document_vector({v}, {w})"),
 }
+#: A row holds a vector as base64 text.
+_FAST_ROW = {**_FAST, VECTOR: ("({v} is None or type({v}) is str)", "None if {v} is None else _row_vector({v}, {w})")}
 _SLOW: dict[str, str] = {
     ANY: "{v}",
     KEY: "_checked_key({v}, {w})",
@@ -289,7 +341,10 @@ _SLOW: dict[str, str] = {
     WEIGHT: "_weight({v}, {w})",
     METADATA: "_metadata({v}, {w})",
     STATE: "_loaded_state({v}, {w}, reading)",
+    TEXT: "_text({v}, {w})",
+    VECTOR: "_document_vector({v}, {w})",
 }
+_SLOW_ROW = {**_SLOW, VECTOR: "_row_vector({v}, {w})"}
 # How each kind is written, as source over the attribute ``{a}`` (``e.name``).
 _OUT: dict[str, str] = {
     ANY: "{a}",
@@ -299,7 +354,10 @@ _OUT: dict[str, str] = {
     FLAG: "{a}",
     WEIGHT: "{a}",
     STATE: "None if {a} is None else _dumped_state(fn, {a})",
+    TEXT: "{a}",
+    VECTOR: "None if {a} is None else {a}.to_list()",
 }
+_OUT_ROW = {**_OUT, VECTOR: "None if {a} is None else _vector_text({a})"}
 _NAMESPACE: dict[str, Any] = {
     "_SHORT_INT": SHORT_INT,
     "_MAX_COUNT": MAX_COUNT,
@@ -320,6 +378,10 @@ _NAMESPACE: dict[str, Any] = {
     "_dumped_state": dumped_state,
     "_exact_us": exact_us,
     "_iso": _iso,
+    "_text": _text,
+    "_document_vector": _document_vector,
+    "_row_vector": _row_vector,
+    "_vector_text": _vector_text,
 }
 
 
@@ -378,6 +440,7 @@ def _reader(cls: type, declared: tuple[Field, ...], row: bool) -> Callable[..., 
             parse = f"(None, None) if {raw_value} is None else {parse}"
         lines.append(f"    _v_{f.name}, _v_{f.exact} = {parse}")
     tests, fast, slow = [], [], []
+    fast_forms, slow_forms = (_FAST_ROW, _SLOW_ROW) if row else (_FAST, _SLOW)
     for f in declared:
         if f.kind == INSTANT:
             if f.after is not None:
@@ -389,13 +452,13 @@ def _reader(cls: type, declared: tuple[Field, ...], row: bool) -> Callable[..., 
                 ]
             continue
         v, where = f"_v_{f.name}", f"where + {f.name!r}"
-        test, fast_value = _FAST[f.kind]
+        test, fast_value = fast_forms[f.kind]
         if test is not None:
             tests.append(test.format(v=v))
         if fast_value != "{v}":
             fast.append(f"        {v} = {fast_value.format(v=v, w=where)}")
-        if _SLOW[f.kind] != "{v}":
-            slow.append(f"    {v} = {_SLOW[f.kind].format(v=v, w=where)}")
+        if slow_forms[f.kind] != "{v}":
+            slow.append(f"    {v} = {slow_forms[f.kind].format(v=v, w=where)}")
     lines += [
         "    plain = reading.plain",
         f"    if {' and '.join(tests) or 'True'}:",
@@ -438,7 +501,7 @@ def _writer(declared: tuple[Field, ...], row: bool) -> Callable[..., Any]:
         elif f.kind == KEY and row:
             out = f"_encode_key({a})"
         else:
-            out = _OUT[f.kind].format(a=a)
+            out = (_OUT_ROW if row else _OUT)[f.kind].format(a=a)
         parts.append(out if row else f"{f.name!r}: {out}")
     body = f"[{', '.join(parts)}]" if row else f"{{{', '.join(parts)}}}"
     return compiled(f"def write(e, fn, texts):\n    return {body}\n", _NAMESPACE, "write")

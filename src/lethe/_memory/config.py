@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -24,11 +24,12 @@ from lethe.decay._adapter import to_dict as decay_to_dict
 from lethe.decay._registry import BUILTINS, by_name, from_dict
 from lethe.decay._scorer import Scorer, make_scorer
 from lethe.ranking import Ranking, choose
+from lethe.search import Index
 
 #: The fields a document (``to_dict``) and a store keep, in the order they are declared and saved.
 STORED = ("max_entries", "decay_fn", "half_life", "eviction_threshold", "summarize_threshold")
 #: The hooks: the process's own, never stored (each process passes its own).
-HOOKS = ("summarize_fn", "on_evict", "clock_fn")
+HOOKS = ("summarize_fn", "on_evict", "clock_fn", "embed_fn")
 #: The constructor's fields, in the order they are declared and shown.
 FIELDS = STORED + HOOKS
 MAX_ENTRIES = 2**63 - 1  # what any store can count
@@ -47,12 +48,16 @@ class Config:
     summarize_fn: Any
     on_evict: Any
     clock_fn: Any
+    embed_fn: Any
     scorer: Scorer
     #: The ranking of an empty memory under this decay function.
     ranking: Ranking
     #: Whether the memory built ``decay_fn`` from a name (it then follows a new half-life);
     #: not a constructor field, so not part of equality.
     named: bool = False
+    #: The search index every version under this configuration (and its copies with other
+    #: hooks) shares: a cache of what the entries hold, never part of a version's value.
+    index: Index = field(default_factory=Index, repr=False)
 
     def fields(self) -> dict[str, Any]:
         """The constructor's fields, as ``Memory(**fields)`` takes them."""
@@ -201,6 +206,7 @@ def build(fields: dict[str, Any], source: Config | None = None, held: int = 0) -
     hook(fields["summarize_fn"], "summarize_fn", 1, "(entry)")
     hook(fields["on_evict"], "on_evict", 1, "(entries)")
     hook(fields["clock_fn"], "clock_fn", 0, "()")
+    hook(fields["embed_fn"], "embed_fn", 1, "(texts)")
     decay_fn: Any = fields["decay_fn"]
     # Built from a name: a name now, or the source's function, carried over, that it built from one.
     named = isinstance(decay_fn, str)
@@ -234,6 +240,7 @@ def build(fields: dict[str, Any], source: Config | None = None, held: int = 0) -
         summarize_fn=fields["summarize_fn"],
         on_evict=fields["on_evict"],
         clock_fn=fields["clock_fn"],
+        embed_fn=fields["embed_fn"],
         scorer=scorer,
         ranking=choose(scorer),
         named=named,

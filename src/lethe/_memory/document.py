@@ -37,6 +37,7 @@ _MEMORY_FIELDS = frozenset({"format", "version", *STORED, "next_key", "next_seq"
 _KEY = attrgetter("key")
 _SEQ = attrgetter("seq")
 _STATE = attrgetter("decay_state")
+_VECTOR = attrgetter("vector")
 #: Every instant of an entry, as declared: ``shift_to`` moves them all.
 _INSTANTS = tuple((f.name, f.exact) for f in fields(Entry) if f.exact is not None)
 #: The instants a clock reading gives (a put's, a rehearsal's), by name and exact attribute.
@@ -86,6 +87,11 @@ def check_entries(
             seen_seqs.add(e.seq)
     if next_seq is not None and seqs and next_seq <= max(seqs):
         raise ValueError(f"next_seq: must be greater than every entry's seq, got {_short(next_seq)}")
+    vectors = list(filter(None, map(_VECTOR, built)))  # (at C speed: most memories hold none)
+    if vectors and len(set(map(len, vectors))) > 1:  # one dimension in a memory: name the first that differs
+        first = next(len(e.vector) for e in built if e.vector is not None)
+        i = next(i for i, e in enumerate(built) if e.vector is not None and len(e.vector) != first)
+        raise ValueError(f"entries[{i}].vector: {len(built[i].vector)} dimensions; the memory's vectors have {first}")  # type: ignore[arg-type]
     seen = "none" if latest is None else latest.isoformat()
     late = built and max(max(map(exact, built)) for exact in _CLOCKED_US) > latest_us
     for i in range(len(built)) if late else compress(range(len(built)), map(is_not, map(_STATE, built), repeat(None))):
@@ -151,6 +157,7 @@ def memory_from_dict(
     summarize_fn: Any = None,
     on_evict: Any = None,
     clock_fn: Any = None,
+    embed_fn: Any = None,
     shift_to: datetime | None = None,
 ) -> tuple[Config, Snapshot]:
     """The configuration and snapshot :func:`memory_to_dict` wrote (see ``Memory.from_dict``)."""
@@ -161,7 +168,7 @@ def memory_from_dict(
     exact_fields(data, _MEMORY_FIELDS if current else _MEMORY_FIELDS - {"latest"}, "")
     shift_us = None if shift_to is None else to_us(shift_to, "shift_to")
     cfg, same_fn = Config.from_document(
-        data, decay_fn=decay_fn, summarize_fn=summarize_fn, on_evict=on_evict, clock_fn=clock_fn
+        data, decay_fn=decay_fn, summarize_fn=summarize_fn, on_evict=on_evict, clock_fn=clock_fn, embed_fn=embed_fn
     )
     fn = cfg.decay_fn
     raw_entries = field_of(data, "entries", "")

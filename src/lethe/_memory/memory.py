@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Iterator, KeysView, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, KeysView, Mapping, Sequence
 from dataclasses import FrozenInstanceError, InitVar, dataclass
 from datetime import datetime, timedelta
 from operator import attrgetter
@@ -14,6 +14,7 @@ from lethe._core.map import EMPTY
 from lethe._core.snapshot import Snapshot
 from lethe._core.validate import integer, unit
 from lethe._memory import reads as _reads
+from lethe._memory import searching as _search
 from lethe._memory import writes as _writes
 from lethe._memory.config import FIELDS, ONE_HOUR, build
 from lethe._memory.consolidate import jaccard_words
@@ -28,6 +29,7 @@ V = TypeVar("V")
 SummarizeFn = Callable[[Entry[Any, Any]], Any]
 EvictFn = Callable[[tuple[Entry[Any, Any], ...]], object]
 ClockFn = Callable[[], datetime]
+EmbedFn = Callable[[list[str]], Sequence[Sequence[float]]]
 
 _SEQ = attrgetter("seq")
 _SCORE_RANGE = "between 0 and 1 (scores never leave that range)"
@@ -166,6 +168,9 @@ class Memory(Version[K, V]):
             older version (``docs/sharing.md`` lists the cases).
         on_evict: Called with the tuple of entries each operation evicted.
         clock_fn: ``() -> aware datetime``; default ``datetime.now(timezone.utc)``.
+        embed_fn: ``texts -> vectors``, one vector per text (a batch, as embedding APIs
+            take them): what gives a put a ``vector`` when it has a text and no vector, and
+            a text query its vector (:meth:`search`).  Never stored.
 
     Hooks and decay functions are plain (not ``async``) callables; one that
     cannot take its arguments is refused when the memory is built.  Change the
@@ -195,6 +200,7 @@ class Memory(Version[K, V]):
     summarize_fn: SummarizeFn | None = None
     on_evict: EvictFn | None = None
     clock_fn: ClockFn | None = None
+    embed_fn: EmbedFn | None = None
     # Not configuration: the memory whose entries a new one keeps (dataclasses.replace, configure).
     _source: InitVar[object] = _THIS_MEMORY
 
@@ -315,6 +321,67 @@ class Memory(Version[K, V]):
         """
         return _reads.top_scored(self, integer(n, "n", low=0))
 
+    def search(
+        self,
+        query: str | Sequence[float],
+        k: int = 10,
+        *,
+        decay_weight: float = 0.25,
+        min_relevance: float = 0.0,
+        lexical_weight: float | None = None,
+    ) -> list[tuple[Entry[K, V], float]]:
+        """The ``k`` entries most relevant to ``query`` blended with their decay, best first:
+        what the memory knows about something.  Observes; changes nothing.
+
+        Each hit's number is ``relevance + decay_weight * score`` (``score`` as :meth:`score`
+        gives it); ties go to the entry put first.  Relevance is:
+
+        * for a vector, or a text when ``embed_fn`` is set: the cosine similarity of the
+          query's vector and the entry's (entries without one are not candidates);
+        * for a text without ``embed_fn``: BM25 over the entries' texts, over the best
+          match's (0..1); an entry that shares no term with the query is never a hit;
+        * with ``lexical_weight`` (0..1) and a text query: ``lexical_weight * lexical +
+          (1 - lexical_weight) * cosine``, a hybrid (1: lexical only, even with ``embed_fn``).
+
+        Entries whose relevance is below ``min_relevance`` are not hits.  The answer is
+        exact: that of sorting every live entry by the same number (``docs/search.md``).
+
+        Runtime complexity: the postings of the query's terms for a text, O(n d) for a vector
+        (one matrix-vector product with numpy, the ``vector`` extra), plus a score for each
+        entry that could still be a hit.
+
+        Raises:
+            ValueError, TypeError: ``k`` < 1, a negative or NaN ``decay_weight``, a query
+                vector of another dimension, empty, zero or not numbers, a bad
+                ``lexical_weight`` (named), or ``embed_fn`` result.
+
+        >>> from datetime import datetime, timezone
+        >>> mem = Memory(clock_fn=lambda: datetime(2026, 1, 1, tzinfo=timezone.utc))
+        >>> mem = mem.put("Ada likes green tea", key="tea").put("Ada uses vim", key="vim")
+        >>> [(e.key, round(n, 2)) for e, n in mem.search("what tea does Ada drink?")]
+        [('tea', 1.25), ('vim', 0.48)]
+        """
+        return _search.search(self, _search.query_of(self, query, k, (decay_weight, min_relevance, lexical_weight)))
+
+    def recall(
+        self,
+        query: str | Sequence[float],
+        k: int = 10,
+        *,
+        decay_weight: float = 0.25,
+        min_relevance: float = 0.0,
+        lexical_weight: float | None = None,
+    ) -> tuple[Memory[K, V], list[tuple[Entry[K, V], float]]]:
+        """:meth:`search`, with each hit rehearsed as :meth:`get` rehearses it, in one new version
+        (what is recalled is strengthened): ``(new_memory, hits)``, each hit the refreshed
+        entry with the number that ranked it.  A write: entries past their deadline are
+        removed and reported (:attr:`evicted`, ``on_evict``).
+
+        Raises:
+            ValueError, TypeError: as :meth:`search`.
+        """
+        return _search.recall(self, _search.query_of(self, query, k, (decay_weight, min_relevance, lexical_weight)))
+
     def filter(self, predicate: Callable[[Entry[K, V]], object]) -> list[Entry[K, V]]:
         """Entries for which ``predicate(entry)`` is true, highest score first."""
         return _reads.filtered(self, predicate)
@@ -343,6 +410,8 @@ class Memory(Version[K, V]):
         metadata: Mapping[str, Any] | None = ...,
         ttl: timedelta | float | None = ...,
         expires_at: datetime | None = ...,
+        text: str | None = ...,
+        vector: Sequence[float] | None = ...,
     ) -> Memory[int, V]: ...
 
     @overload
@@ -356,6 +425,8 @@ class Memory(Version[K, V]):
         metadata: Mapping[str, Any] | None = ...,
         ttl: timedelta | float | None = ...,
         expires_at: datetime | None = ...,
+        text: str | None = ...,
+        vector: Sequence[float] | None = ...,
     ) -> Memory[int | str, V]: ...
 
     @overload
@@ -369,6 +440,8 @@ class Memory(Version[K, V]):
         metadata: Mapping[str, Any] | None = ...,
         ttl: timedelta | float | None = ...,
         expires_at: datetime | None = ...,
+        text: str | None = ...,
+        vector: Sequence[float] | None = ...,
     ) -> Memory[Hashable, V]: ...
 
     @overload
@@ -382,6 +455,8 @@ class Memory(Version[K, V]):
         metadata: Mapping[str, Any] | None = ...,
         ttl: timedelta | float | None = ...,
         expires_at: datetime | None = ...,
+        text: str | None = ...,
+        vector: Sequence[float] | None = ...,
     ) -> Memory[K, V]: ...
 
     def put(
@@ -394,6 +469,8 @@ class Memory(Version[K, V]):
         metadata: Mapping[str, Any] | None = None,
         ttl: timedelta | float | None = None,
         expires_at: datetime | None = None,
+        text: str | None = None,
+        vector: Sequence[float] | None = None,
     ) -> Memory[Any, V]:
         """Store ``value``; return the new memory.
 
@@ -425,10 +502,14 @@ class Memory(Version[K, V]):
         Raises:
             MemoryFullError: at capacity with every entry pinned.
             ValueError, TypeError: a bad ``importance``, ``pinned``, ``metadata``, ``key``,
-                ``ttl`` or ``expires_at``.
+                ``ttl``, ``expires_at``, ``text`` or ``vector`` (another dimension, NaN,
+                all zeros, ...), or ``embed_fn`` result.
             SummarizeError: ``summarize_fn`` raised (nothing changed).
         """
-        return _writes.put(self, key, value, _writes.asked(importance, pinned, metadata, ttl, expires_at))
+        asked = _writes.asked(importance, pinned, metadata, ttl, expires_at)
+        if text is None and vector is None and (self._config.embed_fn is None or not isinstance(value, str)):
+            return _writes.put(self, key, value, asked)
+        return _writes.put(self, key, value, asked, _search.content(self, [value], [text], [vector])[0])
 
     def put_many(
         self,
@@ -439,6 +520,8 @@ class Memory(Version[K, V]):
         metadata: Mapping[str, Any] | None = None,
         ttl: timedelta | float | None = None,
         expires_at: datetime | None = None,
+        texts: Sequence[str | None] | None = None,
+        vectors: Sequence[Sequence[float] | None] | None = None,
     ) -> Memory[K, V]:
         """Store many ``(key, value)`` pairs at once; return the new memory.
 
@@ -448,6 +531,10 @@ class Memory(Version[K, V]):
         ``on_evict`` is told once, of every entry the whole batch evicted, and
         only if the whole batch succeeds (see :attr:`evicted`).  Below capacity
         it is built in bulk, several times faster than the chain.
+
+        ``texts`` and ``vectors``, one per pair (None for none), are each entry's
+        ``text`` and ``vector`` as :meth:`put` takes them; ``embed_fn`` is called
+        once, for every entry that needs a vector.
 
         Runtime complexity: O(m log n) for m pairs, or O(n + m log m) when m is a
         sizeable fraction of n (the map and the index are rebuilt in bulk).
@@ -460,11 +547,19 @@ class Memory(Version[K, V]):
 
         Raises:
             ValueError, TypeError: an item is not a ``(key, value)`` pair, an
-                unhashable key, or a bad option (as for :meth:`put`); nothing changed.
+                unhashable key, a bad option (as for :meth:`put`), ``texts`` or
+                ``vectors`` not one per pair, or a bad one (``vectors[2]``); nothing changed.
             MemoryFullError, SummarizeError: as for :meth:`put`; nothing changed
                 and no hook told of anything.
         """
-        return _writes.put_many(self, items, _writes.asked(importance, pinned, metadata, ttl, expires_at))
+        asked = _writes.asked(importance, pinned, metadata, ttl, expires_at)
+        pairs = _writes.checked_pairs(items)
+        if texts is None and vectors is None and self._config.embed_fn is None:
+            return _writes.put_many(self, pairs, asked)
+        given_texts = _search.per_pair(texts, len(pairs), "texts")
+        given_vectors = _search.per_pair(vectors, len(pairs), "vectors")
+        contents = _search.content(self, [v for _, v in pairs], given_texts, given_vectors, many=True)
+        return _writes.put_many(self, pairs, asked, contents)
 
     def get(self, key: K) -> tuple[Memory[K, V], Entry[K, V]]:
         """Rehearse and return the entry at ``key``: ``(new_memory, refreshed_entry)``.
@@ -483,15 +578,21 @@ class Memory(Version[K, V]):
         """
         return _writes.touch(self, key, importance)
 
-    def update(self, key: K, value: V) -> Memory[K, V]:
+    def update(
+        self, key: K, value: V, *, text: str | None = None, vector: Sequence[float] | None = None
+    ) -> Memory[K, V]:
         """Rehearse the entry at ``key`` with a new value; its summary starts over, unless
         the value is the one it had (the same object, or equal and of the same type), whose
         summary still holds: ``summarize_fn`` runs at most once per entry and value.
 
+        Its ``text`` and ``vector`` become the ones :meth:`put` would store; when neither is
+        given and the value is the one it had, it keeps its own.
+
         Raises:
             KeyError: ``key`` is not in the memory.
+            ValueError, TypeError: a bad ``text`` or ``vector``, or ``embed_fn`` result.
         """
-        return _writes.update(self, key, value)
+        return _writes.update(self, key, value, text, vector)
 
     def pin(self, key: K) -> Memory[K, V]:
         """Pin the entry at ``key``: it scores 1.0 and is never evicted automatically.
@@ -717,6 +818,7 @@ class Memory(Version[K, V]):
         summarize_fn: SummarizeFn | None = None,
         on_evict: EvictFn | None = None,
         clock_fn: ClockFn | None = None,
+        embed_fn: EmbedFn | None = None,
         shift_to: datetime | None = None,
     ) -> Memory[Any, Any]:
         """Rebuild a memory from :meth:`to_dict` output.
@@ -755,7 +857,8 @@ class Memory(Version[K, V]):
         >>> Memory.from_dict(data, clock_fn=lambda: later, shift_to=later).peek("k").inserted_at == later
         True
         """
-        hooks = {"decay_fn": decay_fn, "summarize_fn": summarize_fn, "on_evict": on_evict, "clock_fn": clock_fn}
+        hooks: dict[str, Any] = {"decay_fn": decay_fn, "summarize_fn": summarize_fn, "on_evict": on_evict}
+        hooks.update(clock_fn=clock_fn, embed_fn=embed_fn)
         with paused():  # n new entries and the structures holding them, all kept
             return restored(cls, *memory_from_dict(data, shift_to=shift_to, **hooks))
 

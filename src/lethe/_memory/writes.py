@@ -26,6 +26,7 @@ from lethe._memory.config import Config, build
 from lethe._memory.consolidate import find_groups, merge_group
 from lethe._memory.edit import Edit
 from lethe._memory.reads import clock, ranked
+from lethe._memory.searching import Content, content
 from lethe._memory.version import (
     M,
     Removed,
@@ -150,8 +151,9 @@ def configured(fields: dict[str, Any], source: object) -> tuple[Config, Edit[Any
     return config, rebuilt(config, snapshot)
 
 
-def put(mem: M, key: Any, value: Any, asked: Asked) -> M:
-    """``mem`` with ``value`` put at ``key`` (None: a generated int key) now.
+def put(mem: M, key: Any, value: Any, asked: Asked, content: Content = None) -> M:
+    """``mem`` with ``value`` put at ``key`` (None: a generated int key) now, with ``content``
+    (its text and vector, checked: :func:`~lethe._memory.searching.content`).
 
     Raises:
         TypeError: ``key`` is not hashable.
@@ -162,12 +164,16 @@ def put(mem: M, key: Any, value: Any, asked: Asked) -> M:
     options = asked[0] if asked[1] is None and asked[2] is None else options_at(asked, at[1])
     # The write sequence in its two halves, without a closure: the hottest write.
     edit, gone = opened(mem, at)
-    return closed(mem, edit, gone, _put(config, edit, (key, value), at, options))
+    return closed(mem, edit, gone, _put(config, edit, (key, value, content), at, options))
 
 
-def _put(config: Config, edit: Edit[Any, Any], item: tuple[Any, Any], at: Moment, options: Options) -> Removed:
+#: What one put puts: its key (None: a generated one), its value and its content.
+Item = tuple[Any, Any, Content]
+
+
+def _put(config: Config, edit: Edit[Any, Any], item: Item, at: Moment, options: Options) -> Removed:
     """One put into ``edit``: a new key at capacity evicts the lowest-scored unpinned entry."""
-    key, value = item
+    key, value, content = item
     entries = edit.entries
     if key is None:
         next_key = edit.next_key
@@ -177,7 +183,7 @@ def _put(config: Config, edit: Edit[Any, Any], item: tuple[Any, Any], at: Moment
         edit.next_key = next_key + 1
     seq = edit.next_seq
     edit.next_seq = seq + 1
-    entry = new_entry(key, value, seq, at, options)
+    entry = new_entry(key, value, seq, at, options, content=content)
     old = entries.get(key)
     if old is not None:
         edit.replace(old, entry)
@@ -195,31 +201,30 @@ def _put(config: Config, edit: Edit[Any, Any], item: tuple[Any, Any], at: Moment
     return None if victim is None else (victim,)
 
 
-def put_many(mem: M, items: Mapping[Any, Any] | Iterable[tuple[Any, Any]], asked: Asked) -> M:
-    """``mem`` with every ``(key, value)`` of ``items`` put, as chained puts at one clock reading.
-
-    Raises:
-        TypeError: an item is not a pair, or its key is not hashable (naming ``items[i]``).
-    """
-    pairs = checked_pairs(items)
+def put_many(mem: M, pairs: list[tuple[Any, Any]], asked: Asked, contents: list[Content] | None = None) -> M:
+    """``mem`` with every ``(key, value)`` of ``pairs`` (:func:`checked_pairs`) put, each with
+    its content (``contents``, one per pair; None: none), as chained puts at one clock reading."""
     if not pairs:  # as no put at all: the memory has not seen this clock reading
         return unchanged(mem)
     config, at = mem._config, clock(mem)
     options = options_at(asked, at[1])
+    items: list[Item] = (
+        [(k, v, None) for k, v in pairs] if contents is None else [(k, v, c) for (k, v), c in zip(pairs, contents)]
+    )
 
     def change(edit: Edit[Any, Any]) -> Removed:
         entries = edit.entries
         fresh: dict[Any, Entry[Any, Any]] = {}
         next_key, seq = edit.next_key, edit.next_seq
         with paused():  # new entries, all of them kept: nothing for the collector to find
-            for key, value in pairs:
+            for key, value, content in items:
                 if key is None:
                     while next_key in entries or next_key in fresh:
                         next_key += 1
                     key = next_key
                     next_key += 1
                 # A repeated key: the later put replaces it (with the later seq).
-                fresh[key] = new_entry(key, value, seq, at, options)
+                fresh[key] = new_entry(key, value, seq, at, options, content=content)
                 seq += 1
         replaced = [e for e in map(entries.get, fresh) if e is not None]
         # Equal keys of different types (1 and True) keep the later one: the chain does that.
@@ -229,8 +234,8 @@ def put_many(mem: M, items: Mapping[Any, Any] | Iterable[tuple[Any, Any]], asked
         if mixed or len(entries) + len(fresh) - len(replaced) > config.max_entries:
             # Puts will evict: the chain, exactly, into this one draft.
             evicted: list[Entry[Any, Any]] = []
-            for pair in pairs:
-                evicted += _put(config, edit, pair, at, options) or ()
+            for item in items:
+                evicted += _put(config, edit, item, at, options) or ()
             return evicted
         edit.apply(replaced, [], fresh)  # a replaced key gets a new seq: out, then in
         edit.next_key, edit.next_seq = next_key, seq
@@ -263,16 +268,26 @@ def touch(mem: M, key: Any, importance: float | None) -> M:
     return rehearse(mem, key, clock(mem), changes)[0]
 
 
-def update(mem: M, key: Any, value: Any) -> M:
+def update(mem: M, key: Any, value: Any, text: Any = None, vector: Any = None) -> M:
     """``mem`` with the entry at ``key`` rehearsed with ``value``: its summary starts over,
-    unless the value is the one it had."""
+    unless the value is the one it had; its text and vector are the new ones a put would
+    store (kept when neither is given and the value is the one it had).
+
+    Raises:
+        KeyError: ``key`` is not in the memory.
+        TypeError, ValueError: a bad ``text`` or ``vector``, or ``embed_fn`` result.
+    """
     try:
         old = mem._entries.get(key)
     except TypeError:
         old = None  # an unhashable key: rehearse raises the error that names it
     changes: dict[str, Any] = {"value": value}
-    if old is None or not _same_value(old.value, value):
+    same = old is not None and _same_value(old.value, value)
+    if not same:
         changes.update(summary=None, summarized=False)
+    if old is not None and not (same and text is None and vector is None):
+        new = content(mem, [value], [text], [vector])[0]
+        changes["text"], changes["vector"] = (None, None) if new is None else new
     return rehearse(mem, key, clock(mem), changes)[0]
 
 

@@ -23,7 +23,7 @@ from lethe._core.gc import paused
 from lethe._core.map import EMPTY
 from lethe._core.snapshot import Snapshot
 from lethe._core.validate import is_number
-from lethe._memory.config import FIELDS, STORED, Config
+from lethe._memory.config import FIELDS, HOOKS, STORED, Config
 from lethe._memory.document import FORMAT, VERSION
 from lethe._memory.memory import Memory
 from lethe._memory.version import applied, changes, config_of, rehooked, restored, snapshot_of
@@ -383,7 +383,7 @@ class Shared(Generic[K, V]):
             empty = stored_template(doc, decay_fn=self._template_fn if custom else None)
         except (TypeError, ValueError) as exc:
             raise StoreError(f"{self._name!r}: the stored configuration cannot be read: {exc}") from None
-        hooks = {name: getattr(current, name) for name in ("summarize_fn", "on_evict", "clock_fn")}
+        hooks = {name: getattr(current, name) for name in HOOKS}
         return dataclasses.replace(config_of(empty), **hooks)
 
     def _restored(

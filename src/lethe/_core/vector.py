@@ -1,0 +1,226 @@
+"""``Vector``: an entry's embedding, immutable, held at single precision.
+
+An entry's vector is what :meth:`~lethe.Memory.search` compares a query with
+(cosine similarity).  It is kept as 32-bit floats, as vector databases keep
+them (pgvector's ``vector``, FAISS, usearch's ``f32``): half the memory of
+Python floats in an array, a sixth of a tuple's.  Every number read back is the
+stored single-precision value; relevance is computed from those in double
+precision.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from array import array
+from collections.abc import Iterator, Sequence
+from typing import Any, cast, overload
+
+from lethe._core.reprs import short_repr
+
+#: The most dimensions a vector may have (the largest embedding models give 4,096 or 8,192).
+MAX_DIMENSIONS = 65_536
+
+
+class Vector(Sequence[float]):
+    """An immutable sequence of single-precision (float32) numbers: an entry's embedding.
+
+    Build one from any sequence of real numbers (a list, a tuple, an
+    ``array.array``, a one-dimensional numpy array); the numbers are rounded to
+    the nearest float32.  It compares equal to another ``Vector`` with the same
+    numbers, hashes, pickles, and reads like a tuple of floats.
+
+    Raises:
+        TypeError: ``values`` is not a sequence of real numbers.
+        ValueError: it is empty, longer than 65,536, holds NaN or an infinity (or a
+            number beyond float32's range), or is all zeros (it has no direction).
+
+    >>> v = Vector([0.5, 0.25, 1.0])
+    >>> len(v), v[0], list(v)
+    (3, 0.5, [0.5, 0.25, 1.0])
+    >>> v == Vector((0.5, 0.25, 1.0))
+    True
+    """
+
+    __slots__ = ("_data", "_norm")
+
+    _data: array[float]
+    _norm: float
+
+    def __init__(self, values: Sequence[float]) -> None:
+        data, norm = _converted(values, "vector", "f")
+        object.__setattr__(self, "_data", data)
+        object.__setattr__(self, "_norm", norm)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("Vector is immutable")
+
+    @property
+    def norm(self) -> float:
+        """The Euclidean length, in double precision."""
+        return self._norm
+
+    def to_list(self) -> list[float]:
+        """The numbers as a list of Python floats."""
+        return self._data.tolist()
+
+    def to_bytes(self) -> bytes:
+        """The numbers as little-endian float32 bytes (4 per dimension)."""
+        if sys.byteorder == "little":
+            return self._data.tobytes()
+        copy = array("f", self._data)
+        copy.byteswap()
+        return copy.tobytes()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Vector:
+        """The vector :meth:`to_bytes` wrote.
+
+        Raises:
+            ValueError: ``data`` is not a whole number of float32s, or what it holds is
+                not a valid vector (see :class:`Vector`).
+        """
+        if len(data) % 4:
+            raise ValueError(f"vector: {len(data)} bytes is not a whole number of float32s")
+        values = array("f")
+        values.frombytes(data)
+        if sys.byteorder != "little":
+            values.byteswap()
+        return cls(values)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    @overload
+    def __getitem__(self, index: int) -> float: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[float, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> float | tuple[float, ...]:
+        if isinstance(index, slice):
+            return tuple(self._data[index])
+        return self._data[index]
+
+    def __iter__(self) -> Iterator[float]:
+        return iter(self._data)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is Vector:
+            return self._data == other._data
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._data.tobytes())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Vector.from_bytes, (self.to_bytes(),))
+
+    def __repr__(self) -> str:
+        n = len(self._data)
+        shown = ", ".join(map(repr, self._data[:3]))
+        return f"Vector([{shown}])" if n <= 3 else f"Vector([{shown}, ...], dimensions={n})"
+
+
+_new = object.__new__
+_set_data = Vector.__dict__["_data"].__set__
+_set_norm = Vector.__dict__["_norm"].__set__
+
+
+def vector(values: object, name: str = "vector") -> Vector:
+    """``values`` as a :class:`Vector` (a Vector as it is), else TypeError/ValueError naming ``name``."""
+    if values.__class__ is Vector:
+        return values
+    data, norm = _converted(values, name, "f")
+    out: Vector = _new(Vector)
+    _set_data(out, data)
+    _set_norm(out, norm)
+    return out
+
+
+def query_vector(values: object, name: str = "query") -> tuple[array[float], float]:
+    """A query's numbers in double precision (as given: a query is never stored) and their
+    length, checked as a :class:`Vector` is (naming ``name``)."""
+    if values.__class__ is Vector:
+        return array("d", values._data), values._norm
+    return _converted(values, name, "d")
+
+
+def _converted(values: object, name: str, typecode: str) -> tuple[array[float], float]:
+    """``values`` as numbers of ``typecode`` (``"f"``: float32, ``"d"``: float64) and their
+    length, checked (naming ``name``)."""
+    if isinstance(values, (str, bytes, bytearray, memoryview)) or not hasattr(values, "__len__"):
+        raise TypeError(f"{name} must be a sequence of numbers, got {type(values).__name__}")
+    try:
+        if getattr(values, "ndim", 1) != 1:
+            raise TypeError(f"{name} must be one-dimensional, got {values.ndim} dimensions")  # type: ignore[attr-defined]
+        data = _floats(values, typecode)
+    except TypeError as exc:
+        if str(exc).startswith(name):
+            raise
+        raise TypeError(f"{name} must be a sequence of real numbers: {exc}") from None
+    n = len(data)
+    if not n:
+        raise ValueError(f"{name} is empty")
+    if n > MAX_DIMENSIONS:
+        raise ValueError(f"{name} has {n} dimensions; at most {MAX_DIMENSIONS}")
+    norm = math.hypot(*data)
+    if not math.isfinite(norm):
+        bad = next(i for i, x in enumerate(data) if not math.isfinite(x))
+        raise ValueError(
+            f"{name}[{bad}] is {short_repr(values[bad])}: every number must be finite "  # type: ignore[index]
+            "(and within float32's range, about 3.4e38)"
+        )
+    if norm == 0.0:
+        raise ValueError(f"{name} is all zeros: a vector without a direction has no cosine similarity")
+    return data, norm
+
+
+def _array(typecode: str, values: Any = ()) -> array[float]:
+    """An array of floats of ``typecode`` (``"f"`` or ``"d"``) holding ``values``."""
+    return cast("array[float]", array(typecode, values))
+
+
+def _floats(values: Any, typecode: str) -> array[float]:
+    """``values`` as an array of ``typecode``: a list, a tuple or a buffer of floats (numpy's)
+    copied at C speed, anything else number by number."""
+    if isinstance(values, (list, tuple)):
+        try:
+            return _array(typecode, values)
+        except TypeError:
+            return _numbers(values, typecode)  # numpy scalars, say: else the error names the item
+    if isinstance(values, array):
+        return _array(typecode, values) if values.typecode in "fd" else _numbers(values, typecode)
+    try:
+        view = memoryview(values)
+    except TypeError:
+        return _numbers(values, typecode)
+    with view:
+        if view.ndim == 1 and view.format in ("f", "=f", "d", "=d") and view.c_contiguous:
+            raw = _array(view.format[-1])
+            raw.frombytes(view.cast("B"))
+            return raw if raw.typecode == typecode else _array(typecode, raw)
+    return _numbers(values, typecode)
+
+
+def _numbers(values: Any, typecode: str) -> array[float]:
+    """``values`` number by number (a str, bytes or complex is not a number here)."""
+    out = _array(typecode)
+    for x in values:
+        if isinstance(x, (complex, str, bytes)) or not hasattr(x, "__float__"):
+            raise TypeError(f"got {type(x).__name__} {short_repr(x)}")
+        out.append(float(x))
+    return out
+
+
+def cosine(query: array[float], query_norm: float, v: Vector) -> float:
+    """The cosine similarity of a query (:func:`query_vector`) and ``v``, of one dimension, in
+    double precision: the correctly rounded sum (``math.fsum``) of the products, over the
+    product of the two lengths, clamped to [-1, 1]."""
+    c = math.fsum(map(float.__mul__, query, v._data)) / (query_norm * v._norm)
+    return 1.0 if c > 1.0 else -1.0 if c < -1.0 else c
+
+
+def data_of(v: Vector) -> array[float]:
+    """``v``'s numbers (float32), for an index to copy; never to be changed."""
+    return v._data
