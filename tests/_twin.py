@@ -13,7 +13,7 @@ from typing import Any
 from lethe import Entry, Memory
 from lethe.search import tokenize
 
-K1, B = 1.2, 0.75
+K1, B = 0.9, 0.4
 WORDS = ["tea", "coffee", "green", "vim", "emacs", "rain", "sun", "ada", "bob", "the", "likes"]
 
 

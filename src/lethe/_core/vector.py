@@ -20,6 +20,8 @@ from lethe._core.reprs import short_repr
 
 #: The most dimensions a vector may have (the largest embedding models give 4,096 or 8,192).
 MAX_DIMENSIONS = 65_536
+#: A length not computed yet.
+_UNKNOWN = math.nan
 
 
 class Vector(Sequence[float]):
@@ -57,8 +59,12 @@ class Vector(Sequence[float]):
 
     @property
     def norm(self) -> float:
-        """The Euclidean length, in double precision."""
-        return self._norm
+        """The Euclidean length, in double precision (computed once, when first asked for)."""
+        norm = self._norm
+        if norm != norm:  # (NaN: not computed yet)
+            norm = math.hypot(*self._data)
+            object.__setattr__(self, "_norm", norm)
+        return norm
 
     def to_list(self) -> list[float]:
         """The numbers as a list of Python floats."""
@@ -142,8 +148,9 @@ def query_vector(values: object, name: str = "query") -> tuple[array[float], flo
     """A query's numbers in double precision (as given: a query is never stored) and their
     length, checked as a :class:`Vector` is (naming ``name``)."""
     if values.__class__ is Vector:
-        return array("d", values._data), values._norm
-    return _converted(values, name, "d")
+        return array("d", values._data), values.norm
+    data, _ = _converted(values, name, "d")
+    return data, math.hypot(*data)
 
 
 def _converted(values: object, name: str, typecode: str) -> tuple[array[float], float]:
@@ -164,16 +171,17 @@ def _converted(values: object, name: str, typecode: str) -> tuple[array[float], 
         raise ValueError(f"{name} is empty")
     if n > MAX_DIMENSIONS:
         raise ValueError(f"{name} has {n} dimensions; at most {MAX_DIMENSIONS}")
-    norm = math.hypot(*data)
-    if not math.isfinite(norm):
+    # A float32 sum is finite exactly when every number is: float32s cannot add up past float64's
+    # range (a float64 query's can: each is checked).
+    if not (math.isfinite(sum(data)) if typecode == "f" else all(map(math.isfinite, data))):
         bad = next(i for i, x in enumerate(data) if not math.isfinite(x))
         raise ValueError(
             f"{name}[{bad}] is {short_repr(values[bad])}: every number must be finite "  # type: ignore[index]
             "(and within float32's range, about 3.4e38)"
         )
-    if norm == 0.0:
+    if not any(data):
         raise ValueError(f"{name} is all zeros: a vector without a direction has no cosine similarity")
-    return data, norm
+    return data, _UNKNOWN
 
 
 def _array(typecode: str, values: Any = ()) -> array[float]:
@@ -217,7 +225,7 @@ def cosine(query: array[float], query_norm: float, v: Vector) -> float:
     """The cosine similarity of a query (:func:`query_vector`) and ``v``, of one dimension, in
     double precision: the correctly rounded sum (``math.fsum``) of the products, over the
     product of the two lengths, clamped to [-1, 1]."""
-    c = math.fsum(map(float.__mul__, query, v._data)) / (query_norm * v._norm)
+    c = math.fsum(map(float.__mul__, query, v._data)) / (query_norm * v.norm)
     return 1.0 if c > 1.0 else -1.0 if c < -1.0 else c
 
 

@@ -359,7 +359,7 @@ class Memory(Version[K, V]):
         >>> mem = Memory(clock_fn=lambda: datetime(2026, 1, 1, tzinfo=timezone.utc))
         >>> mem = mem.put("Ada likes green tea", key="tea").put("Ada uses vim", key="vim")
         >>> [(e.key, round(n, 2)) for e, n in mem.search("what tea does Ada drink?")]
-        [('tea', 1.25), ('vim', 0.48)]
+        [('tea', 1.25), ('vim', 0.47)]
         """
         return _search.search(self, _search.query_of(self, query, k, (decay_weight, min_relevance, lexical_weight)))
 

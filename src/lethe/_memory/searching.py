@@ -18,6 +18,7 @@ from lethe._core.validate import integer, number
 from lethe._core.vector import Vector, query_vector, vector
 from lethe._memory.reads import Moment, clock
 from lethe._memory.version import M, Version, closed, no_awaitable, opened, unchanged
+from lethe.ranking import Scan
 from lethe.search import Hit, Index, Query, hits, terms_of
 
 #: What a write stores beside a value for search: ``(text, vector)``; None when neither.
@@ -162,7 +163,10 @@ def search(mem: Version[Any, Any], query: Query, at: Moment | None = None) -> li
         due = _expiry.due(mem._deadlines, now_us) if mem._deadlines else ()
         rows = (index.row_of(key) for _, _, key in due if not mem._entries[key].pinned)
         hidden = frozenset(row for row in rows if row is not None)
-        return hits(index, query, lambda e: scorer.one(e, now, now_us), hidden)
+        ranking = mem._ranking
+        # The entries best score first, when the ranking yields them lazily (it has an index).
+        by_score = None if isinstance(ranking, Scan) else lambda: ranking.ranked(mem._entries, scorer, now, now_us)
+        return hits(index, query, lambda e: scorer.one(e, now, now_us), hidden, by_score)
 
 
 def recall(mem: M, query: Query) -> tuple[M, list[Hit]]:

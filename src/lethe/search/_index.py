@@ -27,10 +27,11 @@ from lethe._core.vector import Vector
 from lethe.search._dense import NumpyRows, PythonRows, rows_for
 from lethe.search._text import term_counts
 
-#: BM25's term-frequency saturation and length normalization (Robertson and Zaragoza's
-#: usual values, Lucene's defaults).
-K1 = 1.2
-B = 0.75
+#: BM25's term-frequency saturation and length normalization: Anserini's defaults (Lin et
+#: al. 2016, "Toward Reproducible Baselines: The Open-Source IR Reproducibility Challenge";
+#: Yang, Fang and Lin 2017), suited to short texts such as an agent's memories.
+K1 = 0.9
+B = 0.4
 
 
 def searchable_text(e: Entry[Any, Any]) -> str | None:

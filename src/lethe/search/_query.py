@@ -1,33 +1,44 @@
 """One search, exact: relevance blended with decay, the best ``k`` of every live entry.
 
-A hit's number is ``relevance + decay_weight * score``.  The candidates come
-from the index in order of relevance (exact, or approximate within a known
-error for numpy's float32 products); the search walks them best first,
-computes each one's exact relevance and its score, and stops at the first
-candidate that could not beat the ``k``-th hit even with the highest score there
-is (1.0) and the largest error: no entry it has not looked at can be in the
-answer.  So the answer is the brute-force sort of every live entry by the same
-formula, ties in put order, whatever ``decay_weight`` is; a small one looks at
-few more than ``k`` entries.
+A hit's number is ``relevance + decay_weight * score``.  The answer is found
+as the threshold algorithm of Fagin, Lotem and Naor ("Optimal aggregation
+algorithms for middleware", 2003) finds a top k of a sum, walking one of two
+sorted lists: the entries by score (the memory's ranking yields them best
+first, lazily, when its decay function has an index) or the entries by
+relevance (from the index: exact for texts, within a known error for numpy's
+float32 products).  The walk computes each entry's exact relevance and score,
+and stops as soon as no entry it has not seen could beat the ``k``-th hit:
+
+* by score, when ``decay_weight`` is large enough for decay to decide
+  (:data:`DECAY_LEADS`) and the ranking yields entries best score first: an
+  unseen entry's number is at most the highest relevance there is plus
+  ``decay_weight`` times the score reached;
+* else by relevance: at most the relevance reached (plus the error) plus
+  ``decay_weight`` times the highest score there is (1.0).
+
+So the answer is the brute-force sort of every live entry by the same number,
+ties in put order, whatever ``decay_weight`` is, having scored few entries
+beyond ``k`` when one of the two dominates.
 """
 
 from __future__ import annotations
 
 import heapq
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import islice
 from typing import Any, NamedTuple
 
 from lethe._core.entry import Entry
-from lethe._core.vector import cosine
 from lethe.search._index import Index
-from lethe.search._text import tokenize
-
-#: The highest score an entry can have: the bound a walk stops on.
-_TOP_SCORE = 1.0
 
 Hit = tuple[Entry[Any, Any], float]
-_NO_QUERY: array[float] = array("d")
+
+#: The ``decay_weight`` from which the walk goes by score first: a whole point of score then
+#: outweighs any difference of relevance (cosine spans 2, scaled BM25 1).
+DECAY_LEADS = 2.0
+#: Entries taken from the ranking at a time (their relevance is computed together).
+_BATCH = 32
 
 
 class Query(NamedTuple):
@@ -47,50 +58,76 @@ class Query(NamedTuple):
 
 def terms_of(text: str) -> list[str]:
     """The distinct terms of a query text, in order."""
+    from lethe.search._text import tokenize
+
     return list(dict.fromkeys(tokenize(text)))
 
 
-def hits(index: Index, query: Query, score: Callable[[Entry[Any, Any]], float], hidden: frozenset[int]) -> list[Hit]:
-    """The best ``query.k`` live entries of the map ``index`` mirrors, with their numbers, best
-    first (ties in put order).  ``score(entry)`` is the entry's decay score now; ``hidden``
-    are the rows of the entries past their deadline now, which are not there."""
-    rows, approx, error = _candidates(index, query, hidden)
-    if not rows:
-        return []
-    entry, lw, vectors, vector = index.entry, query.lexical_weight, index.vectors_by_row, query.vector
-    hybrid = query.terms is not None and vector is not None and 0.0 < lw < 1.0
-    # Lexical relevance and a vector's from rows that compute it exactly are the candidates' own.
-    exact = not hybrid and not error
-    lexical = _scaled(index.bm25(query.terms, hidden)) if hybrid and query.terms is not None else {}
-    q, q_norm = vector if vector is not None else (_NO_QUERY, 1.0)
-    k, w, floor = query.k, query.decay_weight, query.min_relevance
-    reach = error + w * _TOP_SCORE
-    best: list[tuple[float, int, Entry[Any, Any]]] = []
-    for row, a in zip(rows, approx):
-        if a + error < floor or (len(best) == k and a + reach < best[0][0]):
-            break  # sorted: neither this candidate nor any after it can be a hit
-        if row in hidden:
-            continue
-        e = entry[row]
-        assert e is not None
-        if exact:
-            r = a
-        elif hybrid:  # (one formula, whichever rows found the candidate)
-            v = vectors[row]
-            r = lw * lexical.get(row, 0.0) + (1.0 - lw) * (0.0 if v is None else cosine(q, q_norm, v))
-        else:
-            v = vectors[row]
-            assert v is not None
-            r = cosine(q, q_norm, v)
-        if r < floor:
-            continue
-        item = (r + w * score(e), -e.seq, e)
-        if len(best) < k:
-            heapq.heappush(best, item)
-        elif item[:2] > best[0][:2]:
-            heapq.heapreplace(best, item)
-    best.sort(key=lambda t: (-t[0], -t[1]))
-    return [(e, v) for v, _, e in best]
+class _Relevance:
+    """A query's relevance to the rows of an index: exact for any rows, and every candidate
+    row best first (approximately, within :attr:`error`)."""
+
+    def __init__(self, index: Index, query: Query, hidden: frozenset[int]) -> None:
+        self.index, self.query, self.hidden = index, query, hidden
+        lw = query.lexical_weight
+        self.uses_vector = query.vector is not None and lw < 1.0 and index.vectors is not None
+        self.uses_text = query.terms is not None and lw > 0.0
+        self.lexical: dict[int, float] = {}
+        if self.uses_text:
+            assert query.terms is not None
+            self.lexical = _scaled(index.bm25(query.terms, hidden))
+        rows = index.vectors
+        self.error = rows.error * (1.0 - lw) if self.uses_vector and rows is not None else 0.0
+
+    def exact(self, rows: Sequence[int]) -> list[float | None]:
+        """Each row's relevance (None: not a candidate: no vector, no shared term)."""
+        q, lw = self.query, self.query.lexical_weight
+        if not self.uses_vector:
+            get = self.lexical.get
+            return [get(row) for row in rows]  # (row -1: no row, never a candidate)
+        assert q.vector is not None
+        vectors, by_row = self.index.vectors, self.index.vectors_by_row
+        assert vectors is not None
+        cos = vectors.cosines([None if row < 0 else by_row[row] for row in rows], *q.vector)
+        if not self.uses_text:
+            return cos
+        lexical = self.lexical
+        return [
+            None if c is None and row not in lexical else lw * lexical.get(row, 0.0) + (1.0 - lw) * (c or 0.0)
+            for row, c in zip(rows, cos)
+        ]
+
+    def ranked(self) -> Iterator[tuple[Sequence[int], Sequence[float]]]:
+        """Every candidate row not hidden, best first, in blocks ``(rows, approximate relevance)``."""
+        q, lw, index = self.query, self.query.lexical_weight, self.index
+        if not self.uses_vector:
+            yield from _sorted_blocks(self.lexical.items(), self.hidden)
+            return
+        assert q.vector is not None
+        assert index.vectors is not None
+        if not self.uses_text:
+            yield from index.vectors.ranked(*q.vector, index.size, self.hidden)
+            return
+        # A hybrid: the two relevances added row by row (the lexical part exact).
+        blend: dict[int, float] = {}
+        for rows, sims in index.vectors.ranked(*q.vector, index.size, self.hidden):
+            blend.update(zip(rows, ((1.0 - lw) * s for s in sims)))
+        for row, s in self.lexical.items():
+            blend[row] = blend.get(row, 0.0) + lw * s
+        yield from _sorted_blocks(blend.items(), self.hidden)
+
+
+def _sorted_blocks(
+    items: Iterable[tuple[int, float]], hidden: frozenset[int]
+) -> Iterator[tuple[list[int], list[float]]]:
+    """``(row, relevance)`` pairs best first, in blocks: the first few hundred found without a sort of all."""
+    pairs = [p for p in items if p[0] not in hidden] if hidden else list(items)
+    first = heapq.nlargest(256, pairs, key=lambda p: p[1])
+    yield [row for row, _ in first], [s for _, s in first]
+    if len(pairs) > len(first):
+        taken = {row for row, _ in first}
+        rest = sorted((p for p in pairs if p[0] not in taken), key=lambda p: -p[1])
+        yield [row for row, _ in rest], [s for _, s in rest]
 
 
 def _scaled(scores: dict[int, float]) -> dict[int, float]:
@@ -101,28 +138,80 @@ def _scaled(scores: dict[int, float]) -> dict[int, float]:
     return {row: s / top for row, s in scores.items()}
 
 
-def _candidates(index: Index, query: Query, hidden: frozenset[int]) -> tuple[Sequence[int], Sequence[float], float]:
-    """Rows that may be hits, with their relevance (approximate within the error returned),
-    best first."""
-    lw = query.lexical_weight
-    if query.vector is None or (query.terms is not None and lw >= 1.0):  # lexical only
-        assert query.terms is not None
-        scaled = _scaled(index.bm25(query.terms, hidden))
-        ranked = sorted(scaled.items(), key=lambda p: -p[1])
-        return [row for row, _ in ranked], [s for _, s in ranked], 0.0
-    rows_of = index.vectors
-    if rows_of is None or not rows_of.count:
-        vector_rows: Sequence[int] = []
-        sims: Sequence[float] = []
-        error = 0.0
-    else:
-        vector_rows, sims = rows_of.similarities(*query.vector, index.size)
-        error = rows_of.error
-    if query.terms is None or lw <= 0.0:  # vectors only
-        return vector_rows, sims, error
-    scaled = _scaled(index.bm25(query.terms, hidden))
-    blend = {row: (1.0 - lw) * s for row, s in zip(vector_rows, sims)}
-    for row, s in scaled.items():
-        blend[row] = blend.get(row, 0.0) + lw * s
-    ranked = sorted(blend.items(), key=lambda p: -p[1])
-    return [row for row, _ in ranked], [s for _, s in ranked], (1.0 - lw) * error
+class _Best:
+    """The best ``k`` hits so far: a heap of ``(number, -seq, entry)``, its worst first."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+        self.heap: list[tuple[float, int, Entry[Any, Any]]] = []
+
+    def beaten_by_none_up_to(self, bound: float) -> bool:
+        """Whether no entry of number ``bound`` or less could join (strictly: an equal one put
+        earlier would win its tie)."""
+        return len(self.heap) == self.k and bound < self.heap[0][0]
+
+    def offer(self, e: Entry[Any, Any], number: float) -> None:
+        item = (number, -e.seq, e)
+        heap = self.heap
+        if len(heap) < self.k:
+            heapq.heappush(heap, item)
+        elif item[:2] > heap[0][:2]:
+            heapq.heapreplace(heap, item)
+
+    def hits(self) -> list[Hit]:
+        ordered = sorted(self.heap, key=lambda t: (-t[0], -t[1]))
+        return [(e, v) for v, _, e in ordered]
+
+
+def hits(
+    index: Index,
+    query: Query,
+    score: Callable[[Entry[Any, Any]], float],
+    hidden: frozenset[int],
+    by_score: Callable[[], Iterator[Entry[Any, Any]]] | None = None,
+) -> list[Hit]:
+    """The best ``query.k`` live entries of the map ``index`` mirrors, with their numbers, best
+    first (ties in put order).  ``score(entry)`` is an entry's decay score now; ``hidden`` are
+    the rows of the entries past their deadline now; ``by_score()``, when the ranking yields
+    them lazily, the live entries best score first."""
+    relevance = _Relevance(index, query, hidden)
+    w, floor = query.decay_weight, query.min_relevance
+    best = _Best(query.k)
+    if by_score is not None and w >= DECAY_LEADS:
+        top_relevance = 1.0 + relevance.error
+        row_of, leading = index.row_of, by_score()
+        while True:
+            batch = list(islice(leading, _BATCH))
+            if not batch:
+                return best.hits()  # every live entry seen
+            scores = [score(e) for e in batch]
+            places = [row_of(e.key) for e in batch]
+            exact = relevance.exact([-1 if place is None else place for place in places])
+            for held, s, place, r in zip(batch, scores, places, exact):
+                if best.beaten_by_none_up_to(top_relevance + w * s):
+                    return best.hits()  # best score first: no entry not yet seen can be a hit
+                if place is not None and r is not None and r >= floor:
+                    best.offer(held, r + w * s)
+    # By relevance: an entry not yet seen scores at most 1.0.
+    error, entry = relevance.error, index.entry
+    reach = error + w
+    for rows, approx in relevance.ranked():
+        i, n, done = 0, len(rows), False
+        while i < n and not done:
+            chunk: list[int] = []
+            while i < n and len(chunk) < _BATCH:
+                a = approx[i]
+                if a + error < floor or best.beaten_by_none_up_to(a + reach):
+                    done = True  # best first: neither this candidate nor any after it can be a hit
+                    break
+                chunk.append(rows[i])
+                i += 1
+            for row, r in zip(chunk, relevance.exact(chunk)):
+                if r is None or r < floor or best.beaten_by_none_up_to(r + w):
+                    continue
+                found = entry[row]
+                assert found is not None
+                best.offer(found, r + w * score(found))
+        if done:
+            break
+    return best.hits()

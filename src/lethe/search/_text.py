@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from lethe.search._stem import stem
+
 #: Common English words a lexical search ignores (in a text and in a query): the stop list
 #: of Lucene's ``EnglishAnalyzer`` and of scikit-learn's ``ENGLISH_STOP_WORDS`` share these
 #: function words; none of them says what a text is about.
@@ -158,12 +160,12 @@ _WORD = re.compile(r"[^\W_]+")
 
 
 def tokenize(text: str) -> list[str]:
-    """The terms of ``text``, in order: its words case-folded, stop words left out.
+    """The terms of ``text``, in order: its words case-folded and stemmed, stop words left out.
 
-    >>> tokenize("Alice's cat doesn't like the RAIN in Zürich")
-    ['alice', 'cat', 'doesn', 'like', 'rain', 'zürich']
+    >>> tokenize("Alice's cats weren't painting in the RAIN")
+    ['alic', 'cat', 'weren', 'paint', 'rain']
     """
-    return [w for w in _WORD.findall(text.casefold()) if w not in STOP_WORDS]
+    return [stem(w) for w in _WORD.findall(text.casefold()) if w not in STOP_WORDS]
 
 
 def term_counts(text: str) -> tuple[dict[str, int], int]:
