@@ -4,7 +4,7 @@ Usage (from the repository root, with ``pip install -e '.[bench,vector]'``)::
 
     python benchmarks/search.py                        # 10k and 100k; every section
     python benchmarks/search.py --sizes 10000 --sections vector,lexical
-    python benchmarks/search.py --json benchmarks/search.json
+    python benchmarks/search.py --json benchmarks/search.json --plot docs/images/bench_search.png
 
 Sections:
 
@@ -19,10 +19,14 @@ Sections:
   vocabulary) against the floor: a minimal incremental BM25 over mutable dicts (postings
   ``term -> {doc: tf}``, idf at query time, the same tokenizer) plus the same decay term for the
   matched entries; ``rank-bm25`` and ``bm25s`` (all scores, then the same blend) beside it.
-* ``put``: a put with a 12-word text, and with a 384-dimension vector, against a put without,
+* ``put``: a put with a 12-word text, and with a 384-dimension vector (a list of floats, and
+  a float32 numpy array), against a put without,
   and the first search's catch-up per entry put since the last search.
-* ``memory``: bytes per entry a float32 384-dimension vector adds (the entry's and the index's
-  copy), against the vector's 1,536 bytes.
+* ``memory``: bytes per entry a float32 384-dimension vector adds (its numbers kept once, in
+  the index's rows), against the vector's 1,536 bytes.
+* ``ann`` (asked for by name; the ``ann`` extra): ``approximate=True`` against exact search, its
+  median latency and recall@10 (the share of the exact top 10 it finds), and the time to
+  build the memory, the exact index and the HNSW graph (run it with ``--sizes 1000000``).
 
 Every ratio is of medians measured in the same process, interleaved; the machine is shared, so
 read ratios, not absolute times.
@@ -47,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from lethe import ManualClock, Memory
-from lethe.search import tokenize
+from lethe.search import K1, B, tokenize
 
 DIM = 384
 HALF_LIFE = 7 * 86_400.0
@@ -170,6 +174,42 @@ def vector_section(n: int, seed: int = 1) -> dict[str, Any]:
     return out
 
 
+def ann_section(n: int, seed: int = 5) -> dict[str, Any]:
+    """``approximate=True`` (the ann extra) against exact search: latency and recall@10."""
+    rng = np.random.default_rng(seed)
+    clock = ManualClock(NOW)
+    vecs = clustered(n, rng)
+    built_at = time.perf_counter()
+    mem = built([(i, i) for i in range(n)], vecs, ages(n, random.Random(seed)), clock)  # type: ignore[misc]
+    queries = list(clustered(30, rng).astype(np.float64))
+    t = time.perf_counter()
+    mem.search(queries[0], K)
+    exact_index = time.perf_counter() - t
+    t = time.perf_counter()
+    mem.search(queries[0], K, approximate=True)
+    graph = time.perf_counter() - t
+    out: dict[str, Any] = {"n": n, "build memory": t - built_at - exact_index, "index": exact_index, "graph": graph}
+    for w in (0.0, 0.25):
+        got = interleaved(
+            {
+                "exact": cycling(lambda q, w=w: mem.search(q, K, decay_weight=w), queries),
+                "approximate": cycling(lambda q, w=w: mem.search(q, K, decay_weight=w, approximate=True), queries),
+            },
+            repeat=3,
+            rounds=3,
+        )
+        share = [
+            len(
+                {e.key for e, _ in mem.search(q, K, decay_weight=w)}
+                & {e.key for e, _ in mem.search(q, K, decay_weight=w, approximate=True)}
+            )
+            / K
+            for q in queries
+        ]
+        out[f"w={w:g}"] = {**got, "speedup": got["exact"] / got["approximate"], "recall_at_10": statistics.mean(share)}
+    return out
+
+
 # -- lexical --------------------------------------------------------------------------
 
 
@@ -180,7 +220,8 @@ def corpus(n: int, rng: random.Random, vocabulary: int = 20_000) -> list[str]:
 
 
 class DictBM25:
-    """The floor: an incremental BM25 over mutable dicts, idf at query time, plus the decay term."""
+    """The floor: an incremental BM25 over mutable dicts, idf at query time, plus the decay term
+    (lethe's formula and parameters, ``lethe.search.K1`` and ``B``)."""
 
     def __init__(self) -> None:
         self.postings: dict[str, dict[int, int]] = {}
@@ -207,12 +248,13 @@ class DictBM25:
                 continue
             idf = math.log(1.0 + (n - len(posting) + 0.5) / (len(posting) + 0.5))
             for doc, tf in posting.items():
-                norm = 1.2 * (0.25 + 0.75 * self.lengths[doc] / avg)
-                scores[doc] = scores.get(doc, 0.0) + idf * tf * 2.2 / (tf + norm)
+                norm = K1 * (1.0 - B + B * self.lengths[doc] / avg)
+                scores[doc] = scores.get(doc, 0.0) + idf * tf * (K1 + 1.0) / (tf + norm)
         if not scores:
             return []
         top = max(scores.values())
-        return heapq.nlargest(k, ((s / top + w * decay(doc), doc) for doc, s in scores.items()))
+        best = heapq.nlargest(k, ((s / top + w * decay(doc), -doc) for doc, s in scores.items()))
+        return [(v, -doc) for v, doc in best]  # (ties to the earlier put, as lethe's)
 
 
 def lexical_section(n: int, seed: int = 2) -> dict[str, Any]:
@@ -238,33 +280,30 @@ def lexical_section(n: int, seed: int = 2) -> dict[str, Any]:
         "floor": cycling(lambda q: floor.search(q, K, 0.25, decay), queries),
     }
     decay_all = np.minimum(importance * 0.5 ** ((now_us - accessed) / hl_us), 1.0)
+
+    def blended(scores: Callable[[list[str]], Any]) -> Callable[[], Any]:
+        """A peer's search: its scores of every document, then the same blend and top k."""
+
+        def search(q: str) -> Any:
+            s = scores(tokenize(q))
+            total = np.where(s > 0, s / (s.max() or 1.0) + 0.25 * decay_all, -np.inf)
+            return np.argpartition(-total, K)[:K]
+
+        return cycling(search, queries)
+
+    tokens = [tokenize(t) for t in texts]
     try:
         from rank_bm25 import BM25Okapi
 
-        okapi = BM25Okapi([tokenize(t) for t in texts])
-
-        def rank_bm25_search(q: str) -> Any:
-            s = okapi.get_scores(tokenize(q))
-            top = s.max() or 1.0
-            total = np.where(s > 0, s / top + 0.25 * decay_all, -np.inf)
-            return np.argpartition(-total, K)[:K]
-
-        fns["rank-bm25"] = cycling(rank_bm25_search, queries)
+        fns["rank-bm25"] = blended(BM25Okapi(tokens).get_scores)
     except ImportError:
         pass
     try:
         import bm25s
 
         retriever = bm25s.BM25()
-        retriever.index([tokenize(t) for t in texts], show_progress=False)
-
-        def bm25s_search(q: str) -> Any:
-            s = retriever.get_scores(tokenize(q))
-            top = s.max() or 1.0
-            total = np.where(s > 0, s / top + 0.25 * decay_all, -np.inf)
-            return np.argpartition(-total, K)[:K]
-
-        fns["bm25s"] = cycling(bm25s_search, queries)
+        retriever.index(tokens, show_progress=False)
+        fns["bm25s"] = blended(retriever.get_scores)
     except ImportError:
         pass
     got = interleaved(fns, repeat=10)
@@ -282,7 +321,8 @@ def put_section(n: int, seed: int = 3) -> dict[str, Any]:
     nprng = np.random.default_rng(seed)
     clock = ManualClock(NOW)
     text = " ".join(corpus(1, rng)[0].split()[:12]) + " and more words"
-    vec = clustered(1, nprng)[0].tolist()
+    array32 = clustered(1, nprng)[0]  # what sentence-transformers returns: a float32 array
+    vec = array32.tolist()  # what an embedding API returns: a list of floats
     plain = built([(i, f"v{i}") for i in range(n)], None, [0.0] * n, clock)
     with_vectors = built([(i, f"v{i}") for i in range(n)], clustered(n, nprng), [0.0] * n, clock)
     with_vectors.search(vec, 1)
@@ -291,6 +331,7 @@ def put_section(n: int, seed: int = 3) -> dict[str, Any]:
             "put": lambda: plain.put(12345, key=-1),
             "put text": lambda: plain.put(text, key=-1),
             "put vector": lambda: with_vectors.put(12345, key=-1, vector=vec),
+            "put vector (float32 array)": lambda: with_vectors.put(12345, key=-1, vector=array32),
         },
         repeat=2000,
     )
@@ -308,6 +349,7 @@ def put_section(n: int, seed: int = 3) -> dict[str, Any]:
         **got,
         "text/put": got["put text"] / got["put"],
         "vector/put": got["put vector"] / got["put"],
+        "float32 array/put": got["put vector (float32 array)"] / got["put"],
         "catch-up per text put": catch_up,
     }
 
@@ -322,7 +364,8 @@ def memory_section(n: int = 10_000, seed: int = 4) -> dict[str, Any]:
     def measured(with_vectors: bool) -> float:
         gc.collect()
         tracemalloc.start()
-        mem = built([(i, f"v{i}") for i in range(n)], vecs if with_vectors else None, [0.0] * n, clock)
+        # (int values: no text to index, so the difference is the vectors' alone)
+        mem = built([(i, i) for i in range(n)], vecs if with_vectors else None, [0.0] * n, clock)  # type: ignore[misc]
         if with_vectors:
             mem.search(vecs[0].tolist(), 1)  # the index's copy counts too
         gc.collect()
@@ -336,16 +379,56 @@ def memory_section(n: int = 10_000, seed: int = 4) -> dict[str, Any]:
     return {"n": n, "bytes per entry": without, "added by a vector": added, "added/vector bytes": added / (4 * DIM)}
 
 
+def plot(result: dict[str, Any], path: str) -> None:
+    """Search time against n, log-log: lethe beside its floors and peers (needs matplotlib)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    vector = result.get("vector", [])
+    sizes = [row["n"] for row in vector]
+    for key, style in (("w=0.25", "o-"), ("w=100", "s-"), ("w=10000", "^-")):
+        if vector and key in vector[0]:
+            left.plot(sizes, [row[key]["lethe"] * 1e3 for row in vector], style, label=f"lethe, decay_weight {key[2:]}")
+    if vector:
+        left.plot(sizes, [row["w=0.25"]["floor"] * 1e3 for row in vector], "k--", label="numpy brute force (floor)")
+    left.set_title("Vector search, 384 dimensions, top 10")
+    lexical = result.get("lexical", [])
+    sizes = [row["n"] for row in lexical]
+    for name, style in (("lethe", "o-"), ("floor", "k--"), ("rank-bm25", "s:"), ("bm25s", "^:")):
+        if lexical and name in lexical[0]:
+            label = "minimal dict BM25 (floor)" if name == "floor" else name
+            right.plot(sizes, [row[name] * 1e3 for row in lexical], style, label=label)
+    right.set_title("Lexical search, 3-word queries, top 10")
+    for ax in (left, right):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("entries")
+        ax.set_ylabel("median time per query (ms)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10000,100000")
-    parser.add_argument("--sections", default="vector,lexical,put,memory")
+    parser.add_argument("--sections", default="vector,lexical,put,memory", help="also: ann (the ann extra)")
     parser.add_argument("--json", metavar="PATH")
+    parser.add_argument("--plot", metavar="PNG", help="also draw the search times (docs/images/bench_search.png)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     sections = args.sections.split(",")
     result: dict[str, Any] = {"sizes": sizes}
-    for name, fn in (("vector", vector_section), ("lexical", lexical_section), ("put", put_section)):
+    for name, fn in (
+        ("vector", vector_section),
+        ("lexical", lexical_section),
+        ("put", put_section),
+        ("ann", ann_section),
+    ):
         if name in sections:
             result[name] = [fn(n) for n in sizes]
             for row in result[name]:
@@ -356,6 +439,8 @@ def main() -> None:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2, default=float)
+    if args.plot:
+        plot(result, args.plot)
 
 
 if __name__ == "__main__":

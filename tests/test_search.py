@@ -9,6 +9,7 @@ must answer as they did.
 from __future__ import annotations
 
 import copy
+import gc
 import json
 import math
 import pickle
@@ -19,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lethe import ManualClock, Memory, MemoryFullError
+from lethe import ManualClock, Memory, MemoryFullError, Vector
 from lethe.search import STOP_WORDS, _dense, tokenize
 
 from ._support import fake_clock
@@ -411,3 +412,83 @@ def test_replicas_and_cold_opens_answer_as_the_writer(store: Any) -> None:
     assert all(len(c) == 1 for c in calls[made:])  # the replicas embedded only the queries
     writer.close()
     reader.close()
+
+
+# -- one copy of each vector's numbers ----------------------------------------------------------
+
+
+def test_a_vector_reads_the_same_wherever_its_numbers_live(clock: ManualClock) -> None:
+    pytest.importorskip("numpy")
+    numbers = [[float(i), 1.5, -2.25, i / 8] for i in range(1, 40)]  # (each exact in float32)
+    mem = Memory(clock_fn=clock).put_many([(i, i) for i in range(1, 40)], vectors=numbers)
+    before = [mem.peek(i).vector for i in range(1, 40)]
+    assert [list(v or ()) for v in before] == numbers
+    mem.search([1.0, 1.0, 1.0, 1.0], 3)  # the index now holds the numbers
+    for i, v in enumerate(before, 1):
+        assert v is not None
+        assert list(v) == numbers[i - 1]
+        assert v == Vector(numbers[i - 1])
+        assert hash(v) == hash(Vector(numbers[i - 1]))
+        assert pickle.loads(pickle.dumps(v)) == v
+        assert v.to_bytes() == Vector(numbers[i - 1]).to_bytes()
+    kept = mem.peek(7)
+    del mem, before
+    gc.collect()
+    assert list(kept.vector or ()) == numbers[6]  # its memory and index gone, it still reads right
+
+
+def test_a_memory_configured_anew_keeps_one_copy_and_answers_the_same(clock: ManualClock) -> None:
+    pytest.importorskip("numpy")
+    mem = Memory(clock_fn=clock).put_many([(i, i) for i in range(50)], vectors=[[1.0, i, 2.0] for i in range(50)])
+    want = answer(mem, [1.0, 20.0, 2.0], 5)
+    moved = mem.configure(max_entries=500)
+    del mem
+    gc.collect()
+    assert answer(moved, [1.0, 20.0, 2.0], 5) == want
+    assert answer(moved, [1.0, 20.0, 2.0], 5) == brute(moved, [1.0, 20.0, 2.0], 5)
+
+
+def test_replaced_vectors_free_their_rows(clock: ManualClock) -> None:
+    pytest.importorskip("numpy")
+    mem = Memory(clock_fn=clock)
+    for round_ in range(30):
+        mem = mem.put_many([(i, i) for i in range(100)], vectors=[[1.0, float(i + round_), 3.0] for i in range(100)])
+        assert answer(mem, [1.0, 5.0, 3.0], 3) == brute(mem, [1.0, 5.0, 3.0], 3)
+        gc.collect()
+    rows = mem._config.index.vectors  # (white box: the rows a hundred vectors take, after 3,000 puts)
+    assert rows is not None
+    assert len(rows._chunks) == 1
+
+
+# -- approximate: the ann extra ------------------------------------------------------------------
+
+
+def test_approximate_search_finds_what_exact_search_finds_on_a_small_memory(clock: ManualClock) -> None:
+    pytest.importorskip("usearch")
+    mem = Memory(clock_fn=clock, max_entries=3000)
+    rows = [[math.sin(i * 0.37 + j) for j in range(16)] for i in range(2000)]
+    mem = mem.put_many([(i, i) for i in range(2000)], vectors=rows)
+    for q in rows[:20:3]:
+        exact = answer(mem, q, 10)
+        approximate = [(e.key, n) for e, n in mem.search(q, 10, approximate=True)]
+        assert len({key for key, _ in exact} & {key for key, _ in approximate}) >= 9
+        for key, number in approximate:  # each hit's number is exact, whatever found it
+            assert number == pytest.approx(dict(brute(mem, q, 2000, min_relevance=-1)).get(key))
+    # Kept in step with writes: a deleted entry is never a hit, a new one is found.
+    mem = mem.delete(0).put(-1, key="new", vector=rows[0])
+    found = [e.key for e, _ in mem.search(rows[0], 3, approximate=True)]
+    assert 0 not in found
+    assert "new" in found
+    with pytest.raises(TypeError, match="approximate"):
+        mem.search(rows[0], approximate="yes")  # type: ignore[arg-type]
+
+
+def test_approximate_search_needs_the_ann_extra(clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "usearch", None)
+    monkeypatch.setitem(sys.modules, "usearch.index", None)
+    mem = Memory(clock_fn=clock).put("x", key="x", vector=[1.0, 0.0])
+    with pytest.raises(ImportError, match=r"lethe-decay\[ann\]"):
+        mem.search([1.0, 0.0], approximate=True)
+    assert answer(mem, [1.0, 0.0]) == [("x", 1.25)]  # exact search needs nothing

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
+import warnings
 from array import array
-from collections.abc import Iterator, Sequence
-from typing import Any, cast, overload
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol, cast, overload
 
 from lethe._core.reprs import short_repr
 
@@ -44,37 +46,59 @@ class Vector(Sequence[float]):
     True
     """
 
-    __slots__ = ("_data", "_norm")
+    # The numbers live in ``_data`` (an array of float32s), or, once a search index holds the
+    # vector, in row ``_row`` of its ``_home`` (a :class:`Home`), and ``_data`` is None: one copy
+    # of the numbers, not two.  Either way they are the same numbers, never changed.
+    __slots__ = ("_data", "_home", "_norm", "_row")
 
-    _data: array[float]
+    _data: array[float] | None
+    _home: Home | None
+    _row: int
     _norm: float
 
     def __init__(self, values: Sequence[float]) -> None:
+        _set_home(self, None)  # (first: __del__ reads it, even when the numbers are refused)
         data, norm = _converted(values, "vector", "f")
-        object.__setattr__(self, "_data", data)
-        object.__setattr__(self, "_norm", norm)
+        _set_data(self, data)
+        _set_norm(self, norm)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Vector is immutable")
+
+    def __del__(self) -> None:
+        home = self._home
+        if home is not None:
+            home.release(self._row)
+
+    def _numbers(self) -> Any:
+        """The numbers: an array, or a memoryview of float32s (where they live)."""
+        data = self._data
+        if data is not None:
+            return data
+        home = self._home
+        assert home is not None
+        return home.view(self._row)
 
     @property
     def norm(self) -> float:
         """The Euclidean length, in double precision (computed once, when first asked for)."""
         norm = self._norm
         if norm != norm:  # (NaN: not computed yet)
-            norm = math.hypot(*self._data)
-            object.__setattr__(self, "_norm", norm)
+            norm = math.hypot(*self._numbers())
+            _set_norm(self, norm)
         return norm
 
     def to_list(self) -> list[float]:
         """The numbers as a list of Python floats."""
-        return self._data.tolist()
+        numbers: list[float] = self._numbers().tolist()
+        return numbers
 
     def to_bytes(self) -> bytes:
         """The numbers as little-endian float32 bytes (4 per dimension)."""
         if sys.byteorder == "little":
-            return self._data.tobytes()
-        copy = array("f", self._data)
+            raw: bytes = self._numbers().tobytes()
+            return raw
+        copy = array("f", self._numbers())
         copy.byteswap()
         return copy.tobytes()
 
@@ -95,7 +119,7 @@ class Vector(Sequence[float]):
         return cls(values)
 
     def __len__(self) -> int:
-        return len(self._data)
+        return len(self._numbers())
 
     @overload
     def __getitem__(self, index: int) -> float: ...
@@ -104,33 +128,82 @@ class Vector(Sequence[float]):
     def __getitem__(self, index: slice) -> tuple[float, ...]: ...
 
     def __getitem__(self, index: int | slice) -> float | tuple[float, ...]:
+        numbers = self._numbers()
         if isinstance(index, slice):
-            return tuple(self._data[index])
-        return self._data[index]
+            return tuple(numbers[index])
+        value: float = numbers[index]
+        return value
 
     def __iter__(self) -> Iterator[float]:
-        return iter(self._data)
+        return iter(self._numbers())
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is Vector:
-            return self._data == other._data
+            return bool(self._numbers() == other._numbers())
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash(self._data.tobytes())
+        return hash(self._numbers().tobytes())
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Vector.from_bytes, (self.to_bytes(),))
 
     def __repr__(self) -> str:
-        n = len(self._data)
-        shown = ", ".join(map(repr, self._data[:3]))
+        numbers = self._numbers()
+        n = len(numbers)
+        shown = ", ".join(map(repr, numbers[:3].tolist()))
         return f"Vector([{shown}])" if n <= 3 else f"Vector([{shown}, ...], dimensions={n})"
+
+
+class Home(Protocol):
+    """Where a search index keeps the numbers of the vectors it holds (one row each)."""
+
+    def view(self, row: int) -> memoryview:
+        """Row ``row``'s float32 numbers, one-dimensional."""
+
+    def release(self, row: int) -> None:
+        """Row ``row`` is no vector's any more (its vector is gone: it may be reused)."""
+
+    def abandoned(self) -> bool:
+        """Whether the index this home belongs to is gone (its vectors may move out)."""
 
 
 _new = object.__new__
 _set_data = Vector.__dict__["_data"].__set__
 _set_norm = Vector.__dict__["_norm"].__set__
+_set_home = Vector.__dict__["_home"].__set__
+_set_row = Vector.__dict__["_row"].__set__
+#: Moving a vector's numbers into a home is one step at a time, whatever thread (or index) asks.
+_MOVING = threading.Lock()
+
+
+def numbers(v: Vector) -> Any:
+    """``v``'s float32 numbers as a buffer (an array or a memoryview): to copy, never to change."""
+    return v._numbers()
+
+
+def home_of(v: Vector) -> tuple[Home | None, int]:
+    """Where ``v``'s numbers live: ``(home, row)``, or ``(None, -1)`` when in ``v`` itself."""
+    home = v._home
+    return (home, v._row) if home is not None else (None, -1)
+
+
+def move(v: Vector, place: Callable[[Any], tuple[Home, int]]) -> tuple[Home, int]:
+    """Move ``v``'s numbers to where ``place(numbers)`` copies them (returning that home and
+    row), out of ``v`` itself or out of a home whose index is gone; the home and row they live
+    in once done (another home, when another thread moved them first to one still in use)."""
+    with _MOVING:
+        old = v._home
+        if old is not None and not old.abandoned():
+            return old, v._row
+        v.norm  # (from its own numbers, while it has them)  # noqa: B018
+        home, row = place(v._numbers())
+        if old is not None:
+            old.release(v._row)
+        _set_row(v, row)
+        _set_home(v, home)
+        _set_data(v, None)
+        return home, row
 
 
 def vector(values: object, name: str = "vector") -> Vector:
@@ -141,6 +214,7 @@ def vector(values: object, name: str = "vector") -> Vector:
     out: Vector = _new(Vector)
     _set_data(out, data)
     _set_norm(out, norm)
+    _set_home(out, None)
     return out
 
 
@@ -148,7 +222,7 @@ def query_vector(values: object, name: str = "query") -> tuple[array[float], flo
     """A query's numbers in double precision (as given: a query is never stored) and their
     length, checked as a :class:`Vector` is (naming ``name``)."""
     if values.__class__ is Vector:
-        return array("d", values._data), values.norm
+        return array("d", values._numbers()), values.norm
     data, _ = _converted(values, name, "d")
     return data, math.hypot(*data)
 
@@ -199,6 +273,11 @@ def _floats(values: Any, typecode: str) -> array[float]:
             return _numbers(values, typecode)  # numpy scalars, say: else the error names the item
     if isinstance(values, array):
         return _array(typecode, values) if values.typecode in "fd" else _numbers(values, typecode)
+    dtype = getattr(values, "dtype", None)
+    if typecode == "f" and dtype is not None and getattr(dtype, "kind", None) == "f" and dtype != "float32":
+        with warnings.catch_warnings():  # (a number beyond float32's range becomes inf: refused below)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            values = values.astype("float32")  # (numpy's own conversion: no loop here, no import)
     try:
         view = memoryview(values)
     except TypeError:
@@ -225,10 +304,5 @@ def cosine(query: array[float], query_norm: float, v: Vector) -> float:
     """The cosine similarity of a query (:func:`query_vector`) and ``v``, of one dimension, in
     double precision: the correctly rounded sum (``math.fsum``) of the products, over the
     product of the two lengths, clamped to [-1, 1]."""
-    c = math.fsum(map(float.__mul__, query, v._data)) / (query_norm * v.norm)
+    c = math.fsum(map(float.__mul__, query, v._numbers())) / (query_norm * v.norm)
     return 1.0 if c > 1.0 else -1.0 if c < -1.0 else c
-
-
-def data_of(v: Vector) -> array[float]:
-    """``v``'s numbers (float32), for an index to copy; never to be changed."""
-    return v._data

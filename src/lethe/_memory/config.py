@@ -24,7 +24,7 @@ from lethe.decay._adapter import to_dict as decay_to_dict
 from lethe.decay._registry import BUILTINS, by_name, from_dict
 from lethe.decay._scorer import Scorer, make_scorer
 from lethe.ranking import Ranking, choose
-from lethe.search import Index
+from lethe.search._index import Index
 
 #: The fields a document (``to_dict``) and a store keep, in the order they are declared and saved.
 STORED = ("max_entries", "decay_fn", "half_life", "eviction_threshold", "summarize_threshold")

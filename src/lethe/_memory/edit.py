@@ -27,16 +27,30 @@ V = TypeVar("V")
 
 #: Changing more than one entry in this many rebuilds the map and ranking in one pass instead.
 _BULK = 8
+#: The ``vectors`` of a draft holding none.
+NO_VECTORS = (0, 0)
 
 
 class Edit(Generic[K, V]):
     """One operation's draft of a memory's next version: its contents (the map, the ranking and
     the deadlines), its key and put-order counters, and the latest clock reading it saw.
 
-    ``changed`` tells whether the contents changed (an entry added, removed or replaced).
+    ``changed`` tells whether the contents changed (an entry added, removed or replaced);
+    ``vectors`` is ``(dimensions, count)``: how many entries hold a vector, and the dimension
+    they all have (0 when none does), so a write checks a new vector in O(1).
     """
 
-    __slots__ = ("changed", "deadlines", "entries", "latest", "latest_us", "next_key", "next_seq", "ranking")
+    __slots__ = (
+        "changed",
+        "deadlines",
+        "entries",
+        "latest",
+        "latest_us",
+        "next_key",
+        "next_seq",
+        "ranking",
+        "vectors",
+    )
 
     def __init__(self, entries: PersistentMap[K, Entry[K, V]], ranking: Ranking, deadlines: Tree) -> None:
         self.entries = entries
@@ -46,6 +60,7 @@ class Edit(Generic[K, V]):
         self.next_key = self.next_seq = 0
         self.latest: datetime | None = None
         self.latest_us = -math.inf
+        self.vectors = NO_VECTORS
 
     def seen(self, now: datetime, now_us: float) -> None:
         """Let the clock reading ``now`` (``now_us``) count, if later than the latest one."""
@@ -55,7 +70,13 @@ class Edit(Generic[K, V]):
     def clear(self, ranking: Ranking) -> None:
         """Remove every entry; ``ranking`` is the empty ranking of the memory.  O(1)."""
         self.entries, self.ranking, self.deadlines = EMPTY, ranking, _expiry.NONE
-        self.changed = True
+        self.changed, self.vectors = True, NO_VECTORS
+
+    def counted(self, gone: int, came: int, dimensions: int) -> None:
+        """Count ``gone`` vectors fewer and ``came`` more (of ``dimensions``)."""
+        held, count = self.vectors
+        count += came - gone
+        self.vectors = (dimensions or held, count) if count else NO_VECTORS
 
     def add(self, entry: Entry[K, V]) -> None:
         """Add ``entry``, whose key is absent.  O(log n)."""
@@ -64,6 +85,8 @@ class Edit(Generic[K, V]):
         self.ranking = self.ranking.add(entry)
         if entry.expires_us is not None:
             self.deadlines = _expiry.added(self.deadlines, entry)
+        if entry.vector is not None:
+            self.counted(0, 1, len(entry.vector))
 
     def remove(self, entry: Entry[K, V]) -> None:
         """Remove ``entry``, which the memory holds.  O(log n)."""
@@ -72,6 +95,8 @@ class Edit(Generic[K, V]):
         self.ranking = self.ranking.remove(entry)
         if entry.expires_us is not None:
             self.deadlines = _expiry.removed(self.deadlines, entry)
+        if entry.vector is not None:
+            self.counted(1, 0, 0)
 
     def replace(self, old: Entry[K, V], new: Entry[K, V]) -> None:
         """Put ``new`` in the place of ``old`` (an equal key).  O(log n)."""
@@ -83,6 +108,8 @@ class Edit(Generic[K, V]):
         self.ranking = self.ranking.swap(old, new)
         if old.expires_us is not None or new.expires_us is not None:
             self.deadlines = _expiry.added(_expiry.removed(self.deadlines, old), new)
+        if old.vector is not new.vector:
+            self.counted(old.vector is not None, new.vector is not None, 0 if new.vector is None else len(new.vector))
 
     def apply(
         self,
@@ -117,6 +144,12 @@ class Edit(Generic[K, V]):
             self.ranking = self.ranking.edited(
                 {e.seq: e for e in removed}, {old.seq: new for old, new in replaced}, list(added.values())
             )
+        gone = [e.vector for e in removed if e.vector is not None]
+        gone += [old.vector for old, _ in replaced if old.vector is not None]
+        came = [new.vector for _, new in replaced if new.vector is not None]
+        came += [e.vector for e in added.values() if e.vector is not None]
+        if gone or came:
+            self.counted(len(gone), len(came), len(came[0]) if came else 0)
         deadlines = self.deadlines
         # Most entries have no deadline: only those that have one cost a call.
         for entry in removed:

@@ -329,6 +329,7 @@ class Memory(Version[K, V]):
         decay_weight: float = 0.25,
         min_relevance: float = 0.0,
         lexical_weight: float | None = None,
+        approximate: bool = False,
     ) -> list[tuple[Entry[K, V], float]]:
         """The ``k`` entries most relevant to ``query`` blended with their decay, best first:
         what the memory knows about something.  Observes; changes nothing.
@@ -345,6 +346,9 @@ class Memory(Version[K, V]):
 
         Entries whose relevance is below ``min_relevance`` are not hits.  The answer is
         exact: that of sorting every live entry by the same number (``docs/search.md``).
+        ``approximate=True`` (the ``ann`` extra) takes vector candidates from an HNSW graph
+        instead: much faster at a million entries, but **approximate**, an entry the graph
+        misses is never a hit (recall measured in ``docs/performance.md``).
 
         Runtime complexity: the postings of the query's terms for a text, O(n d) for a vector
         (one matrix-vector product with numpy, the ``vector`` extra), plus a score for each
@@ -354,6 +358,7 @@ class Memory(Version[K, V]):
             ValueError, TypeError: ``k`` < 1, a negative or NaN ``decay_weight``, a query
                 vector of another dimension, empty, zero or not numbers, a bad
                 ``lexical_weight`` (named), or ``embed_fn`` result.
+            ImportError: ``approximate=True`` without the ``ann`` extra.
 
         >>> from datetime import datetime, timezone
         >>> mem = Memory(clock_fn=lambda: datetime(2026, 1, 1, tzinfo=timezone.utc))
@@ -361,7 +366,9 @@ class Memory(Version[K, V]):
         >>> [(e.key, round(n, 2)) for e, n in mem.search("what tea does Ada drink?")]
         [('tea', 1.25), ('vim', 0.47)]
         """
-        return _search.search(self, _search.query_of(self, query, k, (decay_weight, min_relevance, lexical_weight)))
+        return _search.search(
+            self, _search.query_of(self, query, k, (decay_weight, min_relevance, lexical_weight, approximate))
+        )
 
     def recall(
         self,
@@ -371,6 +378,7 @@ class Memory(Version[K, V]):
         decay_weight: float = 0.25,
         min_relevance: float = 0.0,
         lexical_weight: float | None = None,
+        approximate: bool = False,
     ) -> tuple[Memory[K, V], list[tuple[Entry[K, V], float]]]:
         """:meth:`search`, with each hit rehearsed as :meth:`get` rehearses it, in one new version
         (what is recalled is strengthened): ``(new_memory, hits)``, each hit the refreshed
@@ -380,7 +388,9 @@ class Memory(Version[K, V]):
         Raises:
             ValueError, TypeError: as :meth:`search`.
         """
-        return _search.recall(self, _search.query_of(self, query, k, (decay_weight, min_relevance, lexical_weight)))
+        return _search.recall(
+            self, _search.query_of(self, query, k, (decay_weight, min_relevance, lexical_weight, approximate))
+        )
 
     def filter(self, predicate: Callable[[Entry[K, V]], object]) -> list[Entry[K, V]]:
         """Entries for which ``predicate(entry)`` is true, highest score first."""

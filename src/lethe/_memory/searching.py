@@ -14,12 +14,13 @@ from typing import Any
 
 from lethe._core import expiry as _expiry
 from lethe._core.entry import checked_text, rehearsed
-from lethe._core.validate import integer, number
+from lethe._core.validate import flag, integer, number
 from lethe._core.vector import Vector, query_vector, vector
 from lethe._memory.reads import Moment, clock
 from lethe._memory.version import M, Version, closed, no_awaitable, opened, unchanged
 from lethe.ranking import Scan
-from lethe.search import Hit, Index, Query, hits, terms_of
+from lethe.search._index import Index
+from lethe.search._query import Hit, Query, hits, terms_of
 
 #: What a write stores beside a value for search: ``(text, vector)``; None when neither.
 Content = tuple[str | None, Vector | None] | None
@@ -34,10 +35,9 @@ def index_of(mem: Version[Any, Any]) -> Index:
 
 
 def dimensions(mem: Version[Any, Any]) -> int | None:
-    """The dimension of ``mem``'s vectors; None when it holds none."""
-    index: Index = mem._config.index
-    with index.lock:
-        return index_of(mem).dimensions
+    """The dimension of ``mem``'s vectors; None when it holds none.  O(1)."""
+    held, count = mem._vectors
+    return held if count else None
 
 
 def embedded(mem: Version[Any, Any], texts: list[str]) -> list[Vector]:
@@ -117,15 +117,16 @@ def per_pair(given: Sequence[Any] | None, n: int, name: str) -> Sequence[Any]:
     return list(given)
 
 
-def query_of(mem: Version[Any, Any], query: object, k: object, weights: tuple[object, object, object]) -> Query:
-    """:meth:`Memory.search`'s arguments (``weights``: ``decay_weight``, ``min_relevance`` and
-    ``lexical_weight``), checked, the query embedded when it must be.
+def query_of(mem: Version[Any, Any], query: object, k: object, options: tuple[object, ...]) -> Query:
+    """:meth:`Memory.search`'s arguments (``options``: ``decay_weight``, ``min_relevance``,
+    ``lexical_weight`` and ``approximate``), checked, the query embedded when it must be.
 
     Raises:
         TypeError, ValueError: a bad argument (named).
     """
-    decay_weight, min_relevance, lexical_weight = weights
+    decay_weight, min_relevance, lexical_weight, approximate = options
     k = integer(k, "k", low=1)
+    ann = flag(approximate, "approximate")
     w = number(decay_weight, "decay_weight", low=0)
     floor = number(min_relevance, "min_relevance")
     lw = None if lexical_weight is None else number(lexical_weight, "lexical_weight", low=0, high=1)
@@ -138,12 +139,12 @@ def query_of(mem: Version[Any, Any], query: object, k: object, weights: tuple[ob
             )
         terms = terms_of(query) if lexical > 0.0 else None
         vec = query_vector(embedded(mem, [query])[0]) if lexical < 1.0 else None
-        return Query(terms, vec, lexical, k=k, decay_weight=w, min_relevance=floor)
+        return Query(terms, vec, lexical, k=k, decay_weight=w, min_relevance=floor, approximate=ann)
     if isinstance(query, (bytes, bytearray)) or not hasattr(query, "__len__"):
         raise TypeError(f"query must be a str or a sequence of numbers, got {type(query).__name__}")
     if lw not in (None, 0.0):
         raise ValueError("lexical_weight: a vector query has no text to match; pass a str query for a hybrid")
-    return Query(None, query_vector(query, "query"), 0.0, k=k, decay_weight=w, min_relevance=floor)
+    return Query(None, query_vector(query, "query"), 0.0, k=k, decay_weight=w, min_relevance=floor, approximate=ann)
 
 
 def search(mem: Version[Any, Any], query: Query, at: Moment | None = None) -> list[Hit]:

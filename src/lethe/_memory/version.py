@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from operator import attrgetter
 from typing import Any, Generic, TypeVar
 
 from lethe._core import expiry as _expiry
@@ -42,6 +43,7 @@ from lethe.ranking import Ranking
 K = TypeVar("K")
 V = TypeVar("V")
 M = TypeVar("M", bound="Version[Any, Any]")
+_VECTOR = attrgetter("vector")
 
 #: What a write's change function gives back: the entries it removed besides the sweep (as
 #: reported, summarized), or None for none.
@@ -61,6 +63,7 @@ class Version(Generic[K, V]):
         "_next_key",
         "_next_seq",
         "_ranking",
+        "_vectors",
     )
 
     _config: Config
@@ -72,6 +75,7 @@ class Version(Generic[K, V]):
     _next_seq: int
     _latest: datetime | None
     _latest_us: float
+    _vectors: tuple[int, int]  # (dimensions, count): Edit.vectors
 
 
 # Building versions on the hot path, as lethe._core.record builds entries: object.__new__ plus
@@ -87,6 +91,7 @@ _set_next_key = _d["_next_key"].__set__
 _set_next_seq = _d["_next_seq"].__set__
 _set_latest = _d["_latest"].__set__
 _set_latest_us = _d["_latest_us"].__set__
+_set_vectors = _d["_vectors"].__set__
 del _d
 
 
@@ -103,6 +108,7 @@ def built(cls: type[M], config: Config, edit: Edit[Any, Any], evicted: tuple[Ent
     _set_next_seq(new, edit.next_seq)
     _set_latest(new, edit.latest)
     _set_latest_us(new, edit.latest_us)
+    _set_vectors(new, edit.vectors)
     return new
 
 
@@ -122,7 +128,7 @@ def draft(mem: Version[K, V]) -> Edit[K, V]:
     edit: Edit[K, V] = _new(Edit)  # (every slot set here: cheaper than __init__ and then the rest)
     edit.entries, edit.ranking, edit.deadlines, edit.changed = mem._entries, mem._ranking, mem._deadlines, False
     edit.next_key, edit.next_seq = mem._next_key, mem._next_seq
-    edit.latest, edit.latest_us = mem._latest, mem._latest_us
+    edit.latest, edit.latest_us, edit.vectors = mem._latest, mem._latest_us, mem._vectors
     return edit
 
 
@@ -191,7 +197,7 @@ def opened(
     edit: Edit[K, V] = _new(Edit)  # (draft, inlined: every write starts here)
     edit.entries, edit.ranking, edit.deadlines, edit.changed = mem._entries, mem._ranking, mem._deadlines, False
     edit.next_key, edit.next_seq = mem._next_key, mem._next_seq
-    edit.latest, edit.latest_us = mem._latest, mem._latest_us
+    edit.latest, edit.latest_us, edit.vectors = mem._latest, mem._latest_us, mem._vectors
     gone: tuple[Entry[K, V], ...] = ()
     if at is not None:
         if sweep and mem._deadlines:
@@ -297,6 +303,9 @@ def rebuilt(config: Config, snapshot: Snapshot) -> Edit[Any, Any]:
     ranking = config.ranking.rebuilt(listed, latest_us if latest_us > -math.inf else math.nan)
     edit: Edit[Any, Any] = Edit(entries, ranking, _expiry.built(listed) if listed else _expiry.NONE)
     edit.next_key, edit.next_seq, edit.latest, edit.latest_us = next_key, next_seq, latest, latest_us
+    vectors = list(filter(None, map(_VECTOR, listed)))  # (at C speed: most memories hold none)
+    if vectors:
+        edit.vectors = (len(vectors[0]), len(vectors))
     return edit
 
 

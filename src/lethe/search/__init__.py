@@ -1,13 +1,17 @@
 """Search by meaning: lexical (BM25) and vector (cosine) relevance, blended with decay, exact.
 
-:meth:`lethe.Memory.search` and :meth:`lethe.Memory.recall` are the way in;
-this package holds what they use: the tokenizer (:func:`tokenize`, with its
-:data:`STOP_WORDS`), the index every version of a memory shares, and the exact
-walk that ranks a query's candidates (``docs/search.md`` explains the formula).
+:meth:`lethe.Memory.search` and :meth:`lethe.Memory.recall` are the way in
+(``docs/search.md`` explains the number they rank by).  This package holds what
+they use; its public part is how a text becomes terms: :func:`tokenize` (with
+its :data:`STOP_WORDS` and the Porter2 :func:`stem`), and BM25's parameters
+:data:`K1` and :data:`B`.
+
+>>> tokenize("The cats were painting")
+['cat', 'paint']
 """
 
-from lethe.search._index import K1, B, Index, searchable_text
-from lethe.search._query import Hit, Query, hits, terms_of
+from lethe.search._index import K1, B
+from lethe.search._stem import stem
 from lethe.search._text import STOP_WORDS, tokenize
 
-__all__ = ["B", "K1", "STOP_WORDS", "Hit", "Index", "Query", "hits", "searchable_text", "terms_of", "tokenize"]
+__all__ = ["B", "K1", "STOP_WORDS", "stem", "tokenize"]

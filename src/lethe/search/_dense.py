@@ -5,22 +5,26 @@ and answer the same two questions: every row's similarity best first
 (:meth:`ranked`, in blocks), and the exact similarity of given vectors
 (:meth:`cosines`).
 
-* :class:`NumpyRows` (the ``vector`` extra): the rows as unit vectors in one
-  float32 matrix, so every row's similarity is one matrix-vector product, each
-  within :attr:`NumpyRows.error` of the exact one; the best rows are found by
-  ``argpartition`` a block at a time, not by sorting them all.  Exact
-  similarities are computed in double precision from the entries' own float32
-  numbers (numpy's pairwise sum of the products, row by row).
+* :class:`NumpyRows` (the ``vector`` extra): the vectors' float32 numbers in
+  fixed-size chunks, where each vector's own numbers move when the index first
+  holds it (one copy of them, not two), so every row's similarity is one
+  matrix-vector product per chunk, each within :attr:`NumpyRows.error` of the
+  exact one; the best rows are found by ``argpartition`` a block at a time, not
+  by sorting them all.  Exact similarities are computed in double precision from
+  the same float32 numbers (numpy's pairwise sum of the products, row by row).
 * :class:`PythonRows` (no dependency): each similarity computed exactly (a
   correctly rounded sum, ``math.fsum``), one row at a time.
 """
 
 from __future__ import annotations
 
+import weakref
 from array import array
 from collections.abc import Iterator, Sequence
+from typing import Any
 
-from lethe._core.vector import Vector, cosine, data_of
+from lethe._core.vector import Vector, cosine, home_of, move
+from lethe._core.vector import numbers as numbers_of
 
 try:  # the vector extra: a query over n rows is one matrix-vector product, not n loops
     import numpy as _np
@@ -31,6 +35,8 @@ except ImportError:  # pragma: no cover - exercised by the tests' pure-Python mo
 use_numpy = _np is not None
 #: Rows the first block of a ranking holds (later blocks double).
 FIRST_BLOCK = 512
+#: Vectors a chunk of :class:`NumpyRows` holds (2,048 of 384 dimensions: 3 MiB).
+CHUNK = 2048
 
 
 class PythonRows:
@@ -73,41 +79,115 @@ class PythonRows:
         yield [row for _, row in found], [s for s, _ in found]
 
 
-class NumpyRows:
-    """Vectors by row as unit vectors in one float32 matrix (grown by doubling); similarities
-    approximate, within :attr:`error`."""
+class _Chunk:
+    """A fixed block of float32 rows (a :class:`~lethe._core.vector.Home`): where the vectors of
+    :class:`NumpyRows` live, one row each.  A vector holds its chunk, not the whole index: one
+    kept after its memory is gone keeps one chunk alive, not all of them."""
 
-    def __init__(self, dimensions: int) -> None:
+    __slots__ = ("__weakref__", "base", "data", "free", "owner")
+
+    def __init__(self, base: int, data: Any, free: list[int], owner: weakref.ref[Any] | None) -> None:
+        self.base, self.data, self.free, self.owner = base, data, free, owner
+
+    def view(self, row: int) -> memoryview:
+        return memoryview(self.data[row])
+
+    def release(self, row: int) -> None:
+        # (called as a vector is collected, in any thread: list.append is atomic)
+        self.free.append(self.base + row)
+
+    def abandoned(self) -> bool:
+        return self.owner is not None and self.owner() is None
+
+
+class NumpyRows:
+    """Vectors by row, their numbers kept once: in fixed-size float32 chunks, where each
+    vector's own numbers move when it is first held (a vector another live index holds is
+    copied).  Similarities come from one matrix-vector product per chunk, approximate within
+    :attr:`error`."""
+
+    def __init__(self, dimensions: int, owner: object = None) -> None:
         assert _np is not None
         self.dimensions = dimensions
         self.count = 0
-        self._matrix = _np.zeros((16, dimensions), dtype=_np.float32)
-        self._held = _np.zeros(16, dtype=bool)
+        # The index these rows belong to: once it is gone, the vectors living here move to the
+        # next index that holds them (so a memory's vectors are not kept twice after configure).
+        self._owner = None if owner is None else weakref.ref(owner)
+        self._chunks: list[_Chunk] = []  # CHUNK rows each, never moved (vectors view them)
+        self._norms: list[Any] = []  # each slot's length (float64)
+        self._rows: list[Any] = []  # the row holding each slot, or -1 (int64)
+        self._free: list[int] = []  # slots no vector lives in
+        self._end = 0  # slots ever handed out
+        self._slot: list[int] = []  # row -> slot (-1: none)
+        self._copies: set[int] = set()  # slots holding copies (their vector lives elsewhere)
+        # Per chunk, what a query needs of it, kept until a row of it changes: the slots held
+        # by a row, their rows, and one over their lengths (None: to compute again).
+        self._held: list[tuple[Any, Any, Any] | None] = []
         # Each similarity is within this of the exact one: a float32 dot product of d terms errs
         # by at most about d * 2**-24 of |q||v| (Higham, "Accuracy and Stability of Numerical
-        # Algorithms", 3.1), the rounding of the two unit vectors to float32 by 2**-24 each
-        # more; twice that, for margin.
+        # Algorithms", 3.1), the rounding of the unit query to float32 by 2**-24 more; twice
+        # that, for margin.
         self.error = (dimensions + 8) * 2.0**-23
 
+    def _holds(self, home: object) -> bool:
+        """Whether ``home`` is one of these rows' chunks."""
+        return isinstance(home, _Chunk) and home.free is self._free
+
+    def _place(self, numbers: Any, norm: float) -> tuple[_Chunk, int]:
+        """A free slot holding ``numbers`` (of length ``norm``): its chunk and row there."""
+        slot = self._free.pop() if self._free else self._grow()
+        chunk, at = divmod(slot, CHUNK)
+        self._chunks[chunk].data[at] = _np.frombuffer(numbers, dtype=_np.float32)
+        self._norms[chunk][at] = norm
+        return self._chunks[chunk], at
+
+    def _grow(self) -> int:
+        slot = self._end
+        if slot == len(self._chunks) * CHUNK:
+            data = _np.zeros((CHUNK, self.dimensions), dtype=_np.float32)
+            self._chunks.append(_Chunk(slot, data, self._free, self._owner))
+            self._norms.append(_np.zeros(CHUNK, dtype=_np.float64))
+            self._rows.append(_np.full(CHUNK, -1, dtype=_np.int64))
+            self._held.append(None)
+        self._end += 1
+        return slot
+
     def set(self, row: int, v: Vector) -> None:
-        matrix = self._matrix
-        if row >= len(matrix):
-            size = max(row + 1, 2 * len(matrix))
-            grown = _np.zeros((size, self.dimensions), dtype=_np.float32)
-            grown[: len(matrix)] = matrix
-            held = _np.zeros(size, dtype=bool)
-            held[: len(matrix)] = self._held
-            self._matrix, self._held, matrix = grown, held, grown
-        if not self._held[row]:
-            self.count += 1
-            self._held[row] = True
-        # A unit vector: no float32 product overflows, and a similarity is one dot product.
-        matrix[row] = _np.frombuffer(data_of(v), dtype=_np.float32).astype(_np.float64) / v.norm
+        home, at = home_of(v)
+        if not self._holds(home) and (home is None or home.abandoned()):
+            home, at = move(v, lambda numbers: self._place(numbers, v.norm))
+        if self._holds(home):
+            assert isinstance(home, _Chunk)
+            slot = home.base + at
+        else:  # its numbers live in another index, still in use: a copy here
+            chunk, at = self._place(numbers_of(v), v.norm)
+            slot = chunk.base + at
+            self._copies.add(slot)
+        if row >= len(self._slot):
+            self._slot.extend([-1] * (row + 1 - len(self._slot)))
+        self._slot[row] = slot
+        self._rows[slot // CHUNK][slot % CHUNK] = row
+        self._held[slot // CHUNK] = None
+        self.count += 1
 
     def clear(self, row: int) -> None:
-        if row < len(self._held) and self._held[row]:
-            self._held[row] = False
-            self.count -= 1
+        slot = self._slot[row] if row < len(self._slot) else -1
+        if slot < 0:
+            return
+        self._slot[row] = -1
+        self._rows[slot // CHUNK][slot % CHUNK] = -1
+        self._held[slot // CHUNK] = None
+        self.count -= 1
+        if slot in self._copies:  # (a vector living here frees its slot when it is collected)
+            self._copies.discard(slot)
+            self._free.append(slot)
+
+    def _held_in(self, i: int) -> tuple[Any, Any, Any]:
+        """Chunk ``i``'s slots held by a row, their rows, and one over their lengths (kept)."""
+        rows = self._rows[i]
+        mine = _np.flatnonzero(rows >= 0)
+        held = self._held[i] = (mine, rows[mine], 1.0 / self._norms[i][mine])
+        return held
 
     def cosines(self, vectors: Sequence[Vector | None], query: array[float], norm: float) -> list[float | None]:
         """The exact similarity of ``query`` with each of ``vectors`` (None for None), in double
@@ -115,8 +195,8 @@ class NumpyRows:
         present = [v for v in vectors if v is not None]
         if not present:
             return [None] * len(vectors)
-        raw = _np.frombuffer(b"".join([data_of(v).tobytes() for v in present]), dtype=_np.float32)
-        dots = (raw.reshape(len(present), self.dimensions).astype(_np.float64) * _np.frombuffer(query)).sum(axis=1)
+        raw = _np.array([_np.frombuffer(numbers_of(v), dtype=_np.float32) for v in present], dtype=_np.float64)
+        dots = (raw * _np.frombuffer(query)).sum(axis=1)
         norms = _np.fromiter((v.norm for v in present), dtype=_np.float64, count=len(present))
         cos = _np.clip(dots / (norms * norm), -1.0, 1.0).tolist()
         it = iter(cos)
@@ -130,24 +210,40 @@ class NumpyRows:
         many each time), each block found by ``argpartition`` of what is left."""
         # The query as a unit vector before it is rounded to float32: no float64 query overflows.
         q = (_np.frombuffer(query, dtype=_np.float64) / norm).astype(_np.float32)
-        sims = (self._matrix[:rows] @ q).astype(_np.float64)
-        left = _np.flatnonzero(self._held[:rows])
+        found, values = [], []
+        with _np.errstate(over="ignore", invalid="ignore"):
+            for i, chunk in enumerate(self._chunks):
+                held = self._held[i] or self._held_in(i)
+                mine, rows_there, inverse = held
+                if not len(mine):
+                    continue
+                end = int(mine[-1]) + 1
+                # Every slot's product up to the last held (a contiguous block: no copy), then
+                # those of this index's rows, over their lengths.
+                values.append((chunk.data[:end] @ q)[mine] * inverse)
+                found.append(rows_there)
+        if not found:
+            return
+        left = _np.concatenate(found)
+        sims = _np.concatenate(values)
+        # A vector so long that its float32 products overflow: first, to be computed exactly.
+        sims[~_np.isfinite(sims)] = _np.inf
         if hidden:
-            left = left[~_np.isin(left, _np.fromiter(hidden, dtype=_np.int64, count=len(hidden)))]
-        values = sims[left]
+            keep = ~_np.isin(left, _np.fromiter(hidden, dtype=_np.int64, count=len(hidden)))
+            left, sims = left[keep], sims[keep]
         size = FIRST_BLOCK
         while len(left):
             if len(left) > size:
-                cut = _np.argpartition(-values, size)
+                cut = _np.argpartition(-sims, size)
                 first, rest = cut[:size], cut[size:]
             else:
                 first, rest = _np.arange(len(left)), _np.arange(0)
-            order = first[_np.argsort(-values[first], kind="stable")]
-            yield left[order].tolist(), values[order].tolist()
-            left, values = left[rest], values[rest]
+            order = first[_np.argsort(-sims[first], kind="stable")]
+            yield left[order].tolist(), sims[order].tolist()
+            left, sims = left[rest], sims[rest]
             size *= 2
 
 
-def rows_for(dimensions: int) -> PythonRows | NumpyRows:
-    """Empty rows of vectors of ``dimensions``, on numpy when it is there."""
-    return NumpyRows(dimensions) if use_numpy and _np is not None else PythonRows(dimensions)
+def rows_for(dimensions: int, owner: object = None) -> PythonRows | NumpyRows:
+    """Empty rows of vectors of ``dimensions`` for the index ``owner``, on numpy when it is there."""
+    return NumpyRows(dimensions, owner) if use_numpy and _np is not None else PythonRows(dimensions)

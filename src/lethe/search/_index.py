@@ -24,6 +24,7 @@ from typing import Any
 from lethe._core.entry import Entry
 from lethe._core.map import EMPTY, PersistentMap
 from lethe._core.vector import Vector
+from lethe.search._ann import Approximate, rows_and_vectors
 from lethe.search._dense import NumpyRows, PythonRows, rows_for
 from lethe.search._text import term_counts
 
@@ -62,6 +63,8 @@ class Index:
         self.documents = 0
         self.total_length = 0
         self.vectors: PythonRows | NumpyRows | None = None
+        #: The HNSW graph of approximate searches, once one asked for it (the ann extra).
+        self.approximate: Approximate | None = None
 
     @property
     def size(self) -> int:
@@ -116,9 +119,12 @@ class Index:
         if vector is not None:
             rows = self.vectors
             if rows is None or (not rows.count and rows.dimensions != len(vector)):
-                rows = self.vectors = rows_for(len(vector))
+                rows = self.vectors = rows_for(len(vector), self)
+                self.approximate = None  # (a graph of the old dimension: built again when asked for)
             rows.set(row, vector)
             self.vectors_by_row[row] = vector
+            if self.approximate is not None:
+                self.approximate.add(row, vector)
 
     def _grow(self) -> int:
         row = len(self.entry)
@@ -145,9 +151,25 @@ class Index:
             self.total_length -= self.lengths[row]
         if self.vectors_by_row[row] is not None and self.vectors is not None:
             self.vectors.clear(row)
+            if self.approximate is not None:
+                self.approximate.remove(row)
         self.entry[row] = self._texts[row] = self._counts[row] = self.vectors_by_row[row] = None
         self.lengths[row] = 0
         self._free.append(row)
+
+    def graph(self) -> Approximate:
+        """The HNSW graph over the vectors held, built now if no search asked for it before.
+
+        Raises:
+            ImportError: the ``ann`` extra (usearch) is not installed.
+        """
+        graph = self.approximate
+        if graph is None:
+            graph = Approximate(self.vectors.dimensions if self.vectors is not None else 1)
+            for row, v in rows_and_vectors(self.vectors_by_row):
+                graph.add(row, v)
+            self.approximate = graph
+        return graph
 
     def row_of(self, key: Any) -> int | None:
         """The row of the entry at ``key``, None when it holds neither text nor vector."""

@@ -30,7 +30,9 @@ from itertools import islice
 from typing import Any, NamedTuple
 
 from lethe._core.entry import Entry
+from lethe.search._ann import pool_for
 from lethe.search._index import Index
+from lethe.search._text import tokenize
 
 Hit = tuple[Entry[Any, Any], float]
 
@@ -54,12 +56,13 @@ class Query(NamedTuple):
     k: int
     decay_weight: float
     min_relevance: float
+    #: Whether vector candidates come from the HNSW graph (the ann extra) rather than from
+    #: every vector: faster, approximate.
+    approximate: bool = False
 
 
 def terms_of(text: str) -> list[str]:
     """The distinct terms of a query text, in order."""
-    from lethe.search._text import tokenize
-
     return list(dict.fromkeys(tokenize(text)))
 
 
@@ -77,7 +80,11 @@ class _Relevance:
             assert query.terms is not None
             self.lexical = _scaled(index.bm25(query.terms, hidden))
         rows = index.vectors
-        self.error = rows.error * (1.0 - lw) if self.uses_vector and rows is not None else 0.0
+        error = 0.0
+        if self.uses_vector and rows is not None:
+            # (the graph's similarities are float32 ones, as numpy's are)
+            error = (rows.dimensions + 8) * 2.0**-23 if query.approximate else rows.error
+        self.error = error * (1.0 - lw)
 
     def exact(self, rows: Sequence[int]) -> list[float | None]:
         """Each row's relevance (None: not a candidate: no vector, no shared term)."""
@@ -105,16 +112,40 @@ class _Relevance:
             return
         assert q.vector is not None
         assert index.vectors is not None
+        if q.approximate:
+            similar: Iterable[tuple[Sequence[int], Sequence[float]]] = _widening(index, q, self.hidden)
+        else:
+            similar = index.vectors.ranked(*q.vector, index.size, self.hidden)
         if not self.uses_text:
-            yield from index.vectors.ranked(*q.vector, index.size, self.hidden)
+            yield from similar
             return
         # A hybrid: the two relevances added row by row (the lexical part exact).
         blend: dict[int, float] = {}
-        for rows, sims in index.vectors.ranked(*q.vector, index.size, self.hidden):
+        for rows, sims in similar:
             blend.update(zip(rows, ((1.0 - lw) * s for s in sims)))
         for row, s in self.lexical.items():
             blend[row] = blend.get(row, 0.0) + lw * s
         yield from _sorted_blocks(blend.items(), self.hidden)
+
+
+def _widening(index: Index, query: Query, hidden: frozenset[int]) -> Iterator[tuple[list[int], list[float]]]:
+    """The graph's nearest rows, best first, in blocks: each time the walk needs more, a search
+    for twice as many, of which the rows not given before (so the walk's stopping test, not a
+    fixed count, decides how far the graph is searched; the graph's order is itself approximate)."""
+    assert query.vector is not None
+    graph, count = index.graph(), pool_for(query.k)
+    given: set[int] = set()
+    while True:
+        rows, sims = graph.nearest(*query.vector, count, hidden)
+        fresh = [(r, s) for r, s in zip(rows, sims) if r not in given]
+        if not fresh:
+            return
+        given.update(r for r, _ in fresh)
+        fresh.sort(key=lambda p: -p[1])
+        yield [r for r, _ in fresh], [s for _, s in fresh]
+        if len(rows) < count:
+            return  # the graph holds no more
+        count *= 2
 
 
 def _sorted_blocks(
