@@ -492,3 +492,18 @@ def test_approximate_search_needs_the_ann_extra(clock: ManualClock, monkeypatch:
     with pytest.raises(ImportError, match=r"lethe-decay\[ann\]"):
         mem.search([1.0, 0.0], approximate=True)
     assert answer(mem, [1.0, 0.0]) == [("x", 1.25)]  # exact search needs nothing
+
+
+@pytest.mark.parametrize("numpy_rows", [True, False], ids=["numpy", "python"])
+def test_one_vector_under_several_keys_is_found_under_each(clock: ManualClock, numpy_rows: bool) -> None:
+    saved, _dense.use_numpy = _dense.use_numpy, numpy_rows and _dense._np is not None
+    try:
+        shared = Vector([1.0, 2.0, 3.0])
+        mem = Memory(clock_fn=clock).put("a", key="a", vector=shared).put("b", key="b", vector=shared)
+        mem = mem.put("c", key="c", vector=[3.0, 2.0, 1.0])
+        assert [k for k, _ in answer(mem, [1.0, 2.0, 3.0], 2)] == ["a", "b"]
+        less = mem.delete("a")
+        assert [k for k, _ in answer(less, [1.0, 2.0, 3.0], 2)] == ["b", "c"]
+        assert [k for k, _ in answer(mem, [1.0, 2.0, 3.0], 2)] == ["a", "b"]  # the old version, as it was
+    finally:
+        _dense.use_numpy = saved

@@ -11,6 +11,7 @@ precision.
 from __future__ import annotations
 
 import math
+import struct
 import sys
 import threading
 import warnings
@@ -235,7 +236,7 @@ def _converted(values: object, name: str, typecode: str) -> tuple[array[float], 
     try:
         if getattr(values, "ndim", 1) != 1:
             raise TypeError(f"{name} must be one-dimensional, got {values.ndim} dimensions")  # type: ignore[attr-defined]
-        data = _floats(values, typecode)
+        data, checked = _floats(values, typecode)
     except TypeError as exc:
         if str(exc).startswith(name):
             raise
@@ -246,8 +247,8 @@ def _converted(values: object, name: str, typecode: str) -> tuple[array[float], 
     if n > MAX_DIMENSIONS:
         raise ValueError(f"{name} has {n} dimensions; at most {MAX_DIMENSIONS}")
     # A float32 sum is finite exactly when every number is: float32s cannot add up past float64's
-    # range (a float64 query's can: each is checked).
-    if not (math.isfinite(sum(data)) if typecode == "f" else all(map(math.isfinite, data))):
+    # range (a float64 query's can: each is checked).  A packed list was checked as it was packed.
+    if not checked and not (math.isfinite(sum(data)) if typecode == "f" else all(map(math.isfinite, data))):
         bad = next(i for i, x in enumerate(data) if not math.isfinite(x))
         raise ValueError(
             f"{name}[{bad}] is {short_repr(values[bad])}: every number must be finite "  # type: ignore[index]
@@ -263,16 +264,45 @@ def _array(typecode: str, values: Any = ()) -> array[float]:
     return cast("array[float]", array(typecode, values))
 
 
-def _floats(values: Any, typecode: str) -> array[float]:
-    """``values`` as an array of ``typecode``: a list, a tuple or a buffer of floats (numpy's)
-    copied at C speed, anything else number by number."""
+def _packed(values: list[Any] | tuple[Any, ...]) -> array[float] | None:
+    """A list of finite numbers as float32s, packed at C speed (``struct`` rounds to float32 as
+    ``array`` does, three times faster); None when it is not that (then checked number by number)."""
+    n = len(values)
+    packer = _PACKERS.get(n)
+    if packer is None:
+        if not 0 < n <= MAX_DIMENSIONS:
+            return None
+        packer = _PACKERS[n] = struct.Struct(f"={n}f")  # (standard size: out of float32 range raises)
+    try:
+        raw = packer.pack(*values)
+        finite = math.isfinite(sum(values))  # (packed: each within float32's range)
+    except (struct.error, OverflowError, TypeError):
+        return None
+    if not finite:
+        return None
+    out = _array("f")
+    out.frombytes(raw)
+    return out
+
+
+_PACKERS: dict[int, struct.Struct] = {}
+
+
+def _floats(values: Any, typecode: str) -> tuple[array[float], bool]:
+    """``values`` as an array of ``typecode`` (a list, a tuple or a buffer of floats, numpy's,
+    copied at C speed; anything else number by number), and whether every number is known to
+    be finite already."""
     if isinstance(values, (list, tuple)):
+        if typecode == "f":
+            packed = _packed(values)
+            if packed is not None:
+                return packed, True
         try:
-            return _array(typecode, values)
+            return _array(typecode, values), False
         except TypeError:
-            return _numbers(values, typecode)  # numpy scalars, say: else the error names the item
+            return _numbers(values, typecode), False  # numpy scalars, say: else the error names the item
     if isinstance(values, array):
-        return _array(typecode, values) if values.typecode in "fd" else _numbers(values, typecode)
+        return (_array(typecode, values) if values.typecode in "fd" else _numbers(values, typecode)), False
     dtype = getattr(values, "dtype", None)
     if typecode == "f" and dtype is not None and getattr(dtype, "kind", None) == "f" and dtype != "float32":
         with warnings.catch_warnings():  # (a number beyond float32's range becomes inf: refused below)
@@ -281,13 +311,13 @@ def _floats(values: Any, typecode: str) -> array[float]:
     try:
         view = memoryview(values)
     except TypeError:
-        return _numbers(values, typecode)
+        return _numbers(values, typecode), False
     with view:
         if view.ndim == 1 and view.format in ("f", "=f", "d", "=d") and view.c_contiguous:
             raw = _array(view.format[-1])
             raw.frombytes(view.cast("B"))
-            return raw if raw.typecode == typecode else _array(typecode, raw)
-    return _numbers(values, typecode)
+            return (raw if raw.typecode == typecode else _array(typecode, raw)), False
+    return _numbers(values, typecode), False
 
 
 def _numbers(values: Any, typecode: str) -> array[float]:

@@ -156,10 +156,10 @@ class NumpyRows:
         home, at = home_of(v)
         if not self._holds(home) and (home is None or home.abandoned()):
             home, at = move(v, lambda numbers: self._place(numbers, v.norm))
-        if self._holds(home):
-            assert isinstance(home, _Chunk)
-            slot = home.base + at
-        else:  # its numbers live in another index, still in use: a copy here
+        slot = home.base + at if isinstance(home, _Chunk) and self._holds(home) else -1
+        if slot < 0 or self._rows[slot // CHUNK][slot % CHUNK] >= 0:
+            # Its numbers live in another index still in use, or another row here holds the
+            # same vector (one Vector put under two keys): a copy of its own for this row.
             chunk, at = self._place(numbers_of(v), v.norm)
             slot = chunk.base + at
             self._copies.add(slot)
