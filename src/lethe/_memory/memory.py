@@ -363,8 +363,10 @@ class Memory(Version[K, V]):
         >>> from datetime import datetime, timezone
         >>> mem = Memory(clock_fn=lambda: datetime(2026, 1, 1, tzinfo=timezone.utc))
         >>> mem = mem.put("Ada likes green tea", key="tea").put("Ada uses vim", key="vim")
-        >>> [(e.key, round(n, 2)) for e, n in mem.search("what tea does Ada drink?")]
-        [('tea', 1.25), ('vim', 0.47)]
+        >>> for entry, number in mem.search("what tea does Ada drink?"):
+        ...     print(entry.key, round(number, 2))
+        tea 1.25
+        vim 0.47
         """
         return _search.search(
             self, _search.query_of(self, query, k, (decay_weight, min_relevance, lexical_weight, approximate))

@@ -6,8 +6,8 @@ they use; its public part is how a text becomes terms: :func:`tokenize` (with
 its :data:`STOP_WORDS` and the Porter2 :func:`stem`), and BM25's parameters
 :data:`K1` and :data:`B`.
 
->>> tokenize("The cats were painting")
-['cat', 'paint']
+>>> print(*tokenize("The cats were painting"))
+cat paint
 """
 
 from lethe.search._index import K1, B
