@@ -92,6 +92,8 @@ EXTRAS = {
     "lethe.store._redis": {"redis"},
     "lethe.search._dense": {"numpy"},
     "lethe.search._ann": {"numpy", "usearch"},
+    "lethe.integrations.langgraph": {"langgraph", "langchain_core"},
+    "lethe.integrations.mcp": {"mcp", "mcp_types", "pydantic", "anyio", "uvicorn", "starlette"},
 }
 
 
@@ -147,6 +149,15 @@ LAYERS = {
     "lethe.search": {"lethe._core"},
     "lethe._memory": {"lethe._core", "lethe.decay", "lethe.ranking", "lethe.search"},
     "lethe.store": {"lethe._core", "lethe.decay", "lethe.ranking", "lethe.search", "lethe._memory", "lethe"},
+    "lethe.integrations": {
+        "lethe._core",
+        "lethe.decay",
+        "lethe.ranking",
+        "lethe.search",
+        "lethe._memory",
+        "lethe.store",
+        "lethe",
+    },
     "lethe._cli": {
         "lethe._core",
         "lethe.decay",
@@ -154,6 +165,7 @@ LAYERS = {
         "lethe.search",
         "lethe._memory",
         "lethe.store",
+        "lethe.integrations",
         "lethe",
     },
 }

@@ -1,0 +1,693 @@
+"""A LangGraph store (``BaseStore``) kept in lethe: :class:`LetheStore`.
+
+LangGraph agents, ``langmem`` and LangGraph's server keep long-term memory in a
+``langgraph.store.base.BaseStore``.  :class:`LetheStore` is one, over a
+``lethe.store`` engine (or this process alone): each namespace is one lethe
+memory (a :class:`~lethe.store.Shared`), each item one entry under its key.
+
+* Without a ``memory`` template it behaves as LangGraph's ``InMemoryStore`` does
+  (nothing is forgotten; a search's scores are cosine similarities), and it
+  passes LangGraph's own store tests, in this process and over SQLite.
+* With one, each namespace is a bounded, decaying memory: at its capacity the
+  lowest-scored item is evicted (through ``on_evict`` and the store's eviction
+  feed, :meth:`~lethe.store.Shared.evictions`), a search ranks by similarity plus
+  ``decay_weight`` times the item's decay score, and reads that refresh (LangGraph's
+  ``refresh_ttl``, on by default) rehearse what they return.
+* Every write of a batch to a namespace is one commit, never lost: two processes
+  that ``put`` into one namespace both land.  A get-then-put through any
+  ``BaseStore`` still loses updates when two callers interleave (each writes back
+  what it read, so the later erases the earlier); :meth:`LetheStore.update` is the
+  atomic read-modify-write that does not.
+
+Install with ``pip install 'lethe-decay[langgraph]'``.  See ``docs/agents.md``.
+
+>>> from lethe.integrations.langgraph import LetheStore
+>>> store = LetheStore()
+>>> store.put(("user-7", "memories"), "diet", {"text": "vegetarian since 2019"})
+>>> store.get(("user-7", "memories"), "diet").value
+{'text': 'vegetarian since 2019'}
+>>> store.update(("user-7", "visits"), "count", lambda v: {"n": (v or {"n": 0})["n"] + 1}).value
+{'n': 1}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+import sys
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timedelta, timezone
+from typing import Any, NamedTuple
+
+from langgraph.store.base import (
+    NOT_PROVIDED,
+    BaseStore,
+    GetOp,
+    IndexConfig,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    NotProvided,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+    ensure_embeddings,
+    get_text_at_path,
+    tokenize_path,
+    validate_op_namespace,
+)
+
+from lethe import Entry, Memory, Vector
+from lethe._core.vector import cosine, query_vector
+from lethe.store import InMemoryStore, Shared, Store
+
+__all__ = ["NAME_PREFIX", "LetheStore"]
+
+NAME_PREFIX = "langgraph:"
+"""The prefix of the memory names a :class:`LetheStore` keeps in its engine: a namespace
+``("user-7", "memories")`` is the memory ``'langgraph:["user-7","memories"]'``."""
+
+Value = dict[str, Any]
+Namespace = tuple[str, ...]
+
+# The item's LangGraph bookkeeping, in its entry's metadata (the value stays the caller's dict).
+_CREATED, _UPDATED, _TTL, _VECTORS = "created_at", "updated_at", "ttl_minutes", "vectors"
+# What LangGraph's SQL stores accept as a filter key (a dotted path of JSON property names):
+# a filter that works here works there.
+_FILTER_KEY = re.compile(r"[\w-]+(?:\.[\w-]+)*\Z")
+_OPERATORS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"})
+
+
+def _name(namespace: Namespace) -> str:
+    return NAME_PREFIX + json.dumps(list(namespace), ensure_ascii=False, separators=(",", ":"))
+
+
+def _namespace(name: str) -> Namespace | None:
+    """The namespace a memory name stands for (None: a memory that is not a LetheStore's)."""
+    if not name.startswith(NAME_PREFIX):
+        return None
+    try:
+        labels = json.loads(name[len(NAME_PREFIX) :])
+    except ValueError:
+        return None
+    if not isinstance(labels, list) or not labels or not all(isinstance(label, str) for label in labels):
+        return None
+    return tuple(labels)
+
+
+def _matches(condition: MatchCondition, namespace: Namespace) -> bool:
+    """Whether ``namespace`` has the condition's path (``"*"``: any one label) at its start or end."""
+    path = tuple(condition.path)
+    if len(namespace) < len(path):
+        return False
+    part = namespace[: len(path)] if condition.match_type == "prefix" else namespace[len(namespace) - len(path) :]
+    return all(p == "*" or p == label for p, label in zip(path, part))
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """Equality of JSON values: ``true`` is not ``1``."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a is b
+    return bool(a == b)
+
+
+def _number(x: Any) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+
+def _compare(value: Any, operator: str, operand: Any) -> bool:
+    if operator == "$eq":
+        return _json_equal(value, operand)
+    if operator == "$ne":
+        return not _json_equal(value, operand)
+    a, b = _number(value), _number(operand)
+    if a is None or b is None:  # strings compare with strings; other kinds never order
+        if not (isinstance(value, str) and isinstance(operand, str)):
+            return False
+        a, b = value, operand  # type: ignore[assignment]
+    if operator == "$gt":
+        return a > b  # type: ignore[operator]
+    if operator == "$gte":
+        return a >= b  # type: ignore[operator]
+    if operator == "$lt":
+        return a < b  # type: ignore[operator]
+    return a <= b  # type: ignore[operator]
+
+
+def _satisfies(value: Any, wanted: Any) -> bool:
+    """Whether ``value`` matches the filter value ``wanted`` (a JSONB containment, as LangGraph's stores do)."""
+    if isinstance(wanted, Mapping):
+        if any(isinstance(k, str) and k.startswith("$") for k in wanted):
+            return all(_compare(value, op, operand) for op, operand in wanted.items())
+        return isinstance(value, Mapping) and all(_satisfies(value.get(k), v) for k, v in wanted.items())
+    if isinstance(wanted, (list, tuple)):
+        return (
+            isinstance(value, (list, tuple))
+            and len(value) == len(wanted)
+            and all(_satisfies(v, w) for v, w in zip(value, wanted))
+        )
+    return _json_equal(value, wanted)
+
+
+def _at_path(value: Mapping[str, Any], key: str) -> Any:
+    found: Any = value
+    for part in key.split("."):
+        if not isinstance(found, Mapping):
+            return None
+        found = found.get(part)
+    return found
+
+
+def _checked_filter(filter: Mapping[str, Any] | None) -> Callable[[Mapping[str, Any]], bool] | None:
+    """A predicate over item values, or None for no filter.
+
+    Raises:
+        ValueError: a key that is not a dotted path of names, or an unknown ``$`` operator.
+    """
+    if not filter:
+        return None
+    for key, wanted in filter.items():
+        if not isinstance(key, str) or not _FILTER_KEY.match(key):
+            raise ValueError(
+                f"Invalid filter key: {key!r}. Filter keys are dotted paths of JSON property names "
+                "(letters, digits, underscores and hyphens)."
+            )
+        if isinstance(wanted, Mapping):
+            unknown = sorted(str(k) for k in wanted if str(k).startswith("$") and k not in _OPERATORS)
+            if unknown:
+                raise ValueError(f"filter[{key!r}]: unsupported operator {unknown[0]!r} (use {sorted(_OPERATORS)})")
+    pairs = list(filter.items())
+    return lambda value: all(_satisfies(_at_path(value, k), w) for k, w in pairs)
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).isoformat()
+
+
+def _item(namespace: Namespace, entry: Entry[str, Value], score: float | None = None, scored: bool = False) -> Item:
+    meta = entry.metadata
+    created = datetime.fromisoformat(meta[_CREATED]) if _CREATED in meta else entry.inserted_at
+    updated = datetime.fromisoformat(meta[_UPDATED]) if _UPDATED in meta else entry.inserted_at
+    if scored:
+        return SearchItem(namespace, entry.key, entry.value, created, updated, score)
+    return Item(value=entry.value, key=entry.key, namespace=namespace, created_at=created, updated_at=updated)
+
+
+class _Write(NamedTuple):
+    """One put (``value`` None: a delete) of a batch, with the texts of the item to embed."""
+
+    op: PutOp
+    texts: list[str]
+
+
+class _Plan(NamedTuple):
+    """What a batch needs before it touches the store: its puts (the last per key) and the texts
+    and queries to embed, found without reading anything."""
+
+    writes: dict[tuple[Namespace, str], _Write]
+    texts: list[str]
+    queries: list[str]
+
+
+class LetheStore(BaseStore):
+    """A LangGraph ``BaseStore`` whose namespaces are lethe memories, in one process or shared.
+
+    Args:
+        store: The ``lethe.store`` engine to keep the namespaces in
+            (:class:`~lethe.store.SQLiteStore`, ``PostgresStore``, ``RedisStore``, any
+            :class:`~lethe.store.Store`); None keeps them in this process.  The engine
+            is the caller's to close (one made here is closed by :meth:`close`).
+        index: LangGraph's ``IndexConfig``: ``dims``, ``embed`` (a LangChain
+            ``Embeddings``, a function, or a ``"provider:model"`` string) and ``fields``
+            (the JSON paths whose text is embedded; default ``["$"]``, the whole value).
+            Without it, a ``query`` is ignored and search only filters.
+        ttl: LangGraph's ``TTLConfig``: ``default_ttl`` (minutes) for items put without
+            one, ``refresh_on_read`` (default True).  An item past its time is gone for
+            every read at once; the namespace's next write removes it and reports it
+            as an eviction.
+        memory: The template every namespace is opened with: its capacity
+            (``max_entries``), decay, thresholds and hooks (``on_evict``,
+            ``summarize_fn``, ``clock_fn``).  None: a namespace holds any number of
+            items and a search's score is the cosine similarity alone.
+        decay_weight: With a ``memory`` template, what a search adds per unit of an
+            item's decay score (``Memory.search``'s ``decay_weight``); >= 0.
+
+    Item values are JSON objects (dicts).  Reads and searches answer from each
+    namespace's replica, caught up with the store first; a batch's writes to one
+    namespace are one commit.  Thread-safe.
+
+    Raises:
+        TypeError: ``memory`` is not a :class:`~lethe.Memory`, or ``store`` is not a store.
+        ValueError: a bad ``index`` (``dims``), ``ttl`` or ``decay_weight``.
+
+    >>> store = LetheStore(memory=Memory(max_entries=2))
+    >>> for key in ("a", "b", "c"):
+    ...     store.put(("notes",), key, {"text": key})
+    >>> sorted(item.key for item in store.search(("notes",)))
+    ['b', 'c']
+    """
+
+    supports_ttl = True
+
+    def __init__(
+        self,
+        store: Store | None = None,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        memory: Memory[str, Value] | None = None,
+        decay_weight: float = 0.25,
+    ) -> None:
+        if memory is not None and not isinstance(memory, Memory):
+            raise TypeError(f"memory must be a lethe Memory (a template), got {type(memory).__name__}")
+        if store is not None and not all(hasattr(store, m) for m in ("names", "config", "open", "append")):
+            raise TypeError(f"store must be a lethe.store engine (SQLiteStore, ...), got {type(store).__name__}")
+        if _number(decay_weight) is None or not decay_weight >= 0 or math.isinf(decay_weight):
+            raise ValueError(f"decay_weight must be a finite number >= 0, got {decay_weight!r}")
+        default_ttl = (ttl or {}).get("default_ttl")
+        if default_ttl is not None and not ((_number(default_ttl) or 0) > 0 and math.isfinite(default_ttl)):
+            raise ValueError(f"ttl['default_ttl'] must be None or a number of minutes > 0, got {default_ttl!r}")
+        self._engine: Store = InMemoryStore() if store is None else store
+        self._owns_engine = store is None
+        self._template: Memory[str, Value] = Memory(max_entries=sys.maxsize) if memory is None else memory
+        self._decaying = memory is not None
+        self._decay_weight = float(decay_weight) if memory is not None else 0.0
+        self.ttl_config = ttl
+        self.index_config: IndexConfig | None = None
+        self.embeddings = None
+        self._fields: list[tuple[str, str | list[str]]] = []
+        if index is not None:
+            dims = index.get("dims")
+            if type(dims) is not int or dims < 1:
+                raise ValueError(f"index['dims'] must be a positive int, got {dims!r}")
+            self.index_config = index.copy()
+            self.embeddings = ensure_embeddings(index.get("embed"))
+            self._fields = [(p, p if p == "$" else tokenize_path(p)) for p in index.get("fields") or ["$"]]
+        self._memories: dict[str, Shared[str, Value]] = {}
+        self._lock = threading.Lock()
+
+    # -- namespaces ---------------------------------------------------------
+
+    def shared(self, namespace: Namespace) -> Shared[str, Value]:
+        """The lethe memory holding ``namespace`` (opened, and created when new): its replica
+        (``current()``), its evictions (``evictions()``) and any lethe operation
+        (``transact``), e.g. to pin an item or set its importance.
+
+        Raises:
+            langgraph.store.base.InvalidNamespaceError: an empty namespace or a bad label.
+        """
+        namespace = tuple(namespace)
+        if not namespace:
+            raise InvalidNamespaceError("Namespace cannot be empty.")
+        validate_op_namespace(GetOp(namespace, ""))
+        shared = self._open(_name(namespace), create=True)
+        assert shared is not None
+        return shared
+
+    def _open(self, name: str, create: bool) -> Shared[str, Value] | None:
+        with self._lock:
+            shared = self._memories.get(name)
+            if shared is None:
+                if not create:
+                    try:
+                        self._engine.config(name)
+                    except KeyError:
+                        return None
+                shared = self._memories[name] = Shared(self._engine, name, self._template)
+            return shared
+
+    def _namespaces(self, prefix: Namespace = ()) -> list[tuple[Namespace, str]]:
+        """The namespaces in the engine that start with ``prefix``, sorted."""
+        found = []
+        for name in self._engine.names():
+            namespace = _namespace(name)
+            if namespace is not None and namespace[: len(prefix)] == prefix:
+                found.append((namespace, name))
+        return sorted(found)
+
+    def _view(self, name: str, views: dict[str, Memory[str, Value] | None]) -> Memory[str, Value] | None:
+        """The namespace's memory as of this batch (caught up once per batch), None if it never was."""
+        if name not in views:
+            shared = self._open(name, create=False)
+            views[name] = None if shared is None else shared.current()
+        return views[name]
+
+    # -- the batch ----------------------------------------------------------
+
+    def _plan(self, ops: Sequence[Op]) -> _Plan:
+        writes: dict[tuple[Namespace, str], _Write] = {}
+        texts: list[str] = []
+        queries: list[str] = []
+        for op in ops:
+            if not isinstance(op, (GetOp, PutOp, SearchOp, ListNamespacesOp)):
+                raise ValueError(f"Unknown operation type: {type(op).__name__}")
+            validate_op_namespace(op)
+            if isinstance(op, PutOp):
+                if not op.namespace:
+                    raise InvalidNamespaceError("Namespace cannot be empty.")
+                if op.value is not None and not isinstance(op.value, Mapping):
+                    raise TypeError(f"value must be a dict (a JSON object), got {type(op.value).__name__}")
+                if op.ttl is not None and not ((_number(op.ttl) or 0) > 0 and math.isfinite(op.ttl)):
+                    raise ValueError(f"ttl must be None or a number of minutes > 0, got {op.ttl!r}")
+                item_texts = self._texts(op)
+                writes.pop((op.namespace, op.key), None)  # the last put of a key wins, in its place
+                writes[(op.namespace, op.key)] = _Write(op, item_texts)
+            elif isinstance(op, SearchOp):
+                _checked_filter(op.filter)
+                if op.query and self.embeddings is not None and op.query not in queries:
+                    queries.append(op.query)
+        for write in writes.values():
+            texts.extend(write.texts)
+        return _Plan(writes, texts, queries)
+
+    def _texts(self, op: PutOp) -> list[str]:
+        """The texts of the item ``op`` puts that its vectors are made of (none without an index)."""
+        if self.embeddings is None or op.value is None or op.index is False:
+            return []
+        paths = self._fields if op.index is None else [(p, p if p == "$" else tokenize_path(p)) for p in op.index]
+        return [text for _, path in paths for text in get_text_at_path(op.value, path) if text]
+
+    def _vectors(self, texts: Sequence[str], vectors: Sequence[Sequence[float]]) -> list[Vector | None]:
+        if len(vectors) != len(texts):
+            raise ValueError(f"index['embed'] returned {len(vectors)} vectors for {len(texts)} texts")
+        assert self.index_config is not None
+        dims = self.index_config["dims"]
+        made: list[Vector | None] = []
+        for v in vectors:
+            if len(v) != dims:
+                raise ValueError(f"index['embed'] returned a vector of {len(v)} dimensions, index['dims'] is {dims}")
+            made.append(Vector(v) if any(v) else None)  # a text with no direction is not searchable
+        return made
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run ``ops`` (LangGraph's ``GetOp``, ``SearchOp``, ``ListNamespacesOp`` and ``PutOp``):
+        reads answer as of before the batch's writes; the writes to each namespace are one
+        commit; reads that refresh rehearse (with a ``memory`` template) and move items' TTL
+        deadlines, in one more commit per namespace.
+
+        Texts are embedded before anything is written: an embedder that fails changes nothing.
+        """
+        ops = list(ops)
+        plan = self._plan(ops)
+        vectors: list[Vector | None] = []
+        queries: dict[str, tuple[Any, float]] = {}
+        if self.embeddings is not None:
+            if plan.texts:
+                vectors = self._vectors(plan.texts, self.embeddings.embed_documents(plan.texts))
+            for q in plan.queries:
+                queries[q] = query_vector(self.embeddings.embed_query(q), "query")
+        return self._run(ops, plan, vectors, queries)
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """:meth:`batch` for asyncio: the embedder's async methods, the store's work in a thread."""
+        ops = list(ops)
+        plan = self._plan(ops)
+        vectors: list[Vector | None] = []
+        queries: dict[str, tuple[Any, float]] = {}
+        if self.embeddings is not None:
+            if plan.texts:
+                vectors = self._vectors(plan.texts, await self.embeddings.aembed_documents(plan.texts))
+            made = await asyncio.gather(*(self.embeddings.aembed_query(q) for q in plan.queries))
+            queries = {q: query_vector(v, "query") for q, v in zip(plan.queries, made)}
+        return await asyncio.to_thread(self._run, ops, plan, vectors, queries)
+
+    def _run(
+        self, ops: Sequence[Op], plan: _Plan, vectors: list[Vector | None], queries: dict[str, tuple[Any, float]]
+    ) -> list[Result]:
+        views: dict[str, Memory[str, Value] | None] = {}
+        refresh: dict[str, set[str]] = {}
+        results: list[Result] = []
+        for op in ops:
+            if isinstance(op, GetOp):
+                mem = self._view(_name(op.namespace), views)
+                entry = None if mem is None or op.key not in mem else mem.peek(op.key)
+                results.append(None if entry is None else _item(op.namespace, entry))
+                if entry is not None and op.refresh_ttl:
+                    refresh.setdefault(_name(op.namespace), set()).add(op.key)
+            elif isinstance(op, SearchOp):
+                found = self._search(op, queries.get(op.query) if op.query else None, views)
+                results.append(found)
+                if op.refresh_ttl:
+                    for item in found:
+                        refresh.setdefault(_name(item.namespace), set()).add(item.key)
+            elif isinstance(op, ListNamespacesOp):
+                results.append(self._list(op, views))
+            else:
+                results.append(None)
+        by_namespace: dict[Namespace, list[tuple[_Write, list[Vector | None]]]] = {}
+        at = 0
+        for (namespace, _), write in plan.writes.items():
+            by_namespace.setdefault(namespace, []).append((write, vectors[at : at + len(write.texts)]))
+            at += len(write.texts)
+        for namespace, writes in by_namespace.items():
+            name = _name(namespace)
+            if all(w.op.value is None for w, _ in writes) and self._view(name, views) is None:
+                continue  # deleting from a namespace that never was: nothing to write
+            shared = self._open(name, create=True)
+            assert shared is not None
+            shared.update(lambda m, writes=writes: self._written(m, writes))  # type: ignore[misc]
+            for write, _ in writes:
+                refresh.get(name, set()).discard(write.op.key)
+        for name, keys in refresh.items():
+            self._refresh(name, keys)
+        return results
+
+    # -- writing ------------------------------------------------------------
+
+    def _now(self) -> datetime:
+        clock = self._template.clock_fn
+        return clock() if clock is not None else datetime.now(timezone.utc)
+
+    def _written(
+        self, mem: Memory[str, Value], writes: Sequence[tuple[_Write, list[Vector | None]]]
+    ) -> Memory[str, Value]:
+        for write, made in writes:
+            op = write.op
+            if op.value is None:
+                mem = mem.delete(op.key)
+                continue
+            old = mem.peek(op.key) if op.key in mem else None
+            mem = self._put(mem, op.key, dict(op.value), old, write.texts, made, op.ttl)
+        return mem
+
+    def _put(
+        self,
+        mem: Memory[str, Value],
+        key: str,
+        value: Value,
+        old: Entry[str, Value] | None,
+        texts: Sequence[str],
+        vectors: Sequence[Vector | None],
+        ttl: float | None,
+    ) -> Memory[str, Value]:
+        now = _iso(self._now())
+        meta: dict[str, Any] = {_CREATED: old.metadata.get(_CREATED, now) if old is not None else now, _UPDATED: now}
+        if ttl is not None:
+            meta[_TTL] = ttl
+        searchable = [(t, v) for t, v in zip(texts, vectors) if v is not None]
+        if len(searchable) > 1:  # the first is the entry's vector; the others rank it as well (the best counts)
+            meta[_VECTORS] = [v.to_list() for _, v in searchable[1:]]
+        return mem.put(
+            value,
+            key=key,
+            importance=old.importance if old is not None else 1.0,
+            metadata=meta,
+            ttl=None if ttl is None else timedelta(minutes=ttl),
+            text=searchable[0][0] if searchable else None,
+            vector=searchable[0][1] if searchable else None,
+        )
+
+    def _refresh(self, name: str, keys: set[str]) -> None:
+        """Rehearse ``keys`` (with a template) and move the deadlines of those with a TTL."""
+        shared = self._open(name, create=False)
+        if shared is None:
+            return
+        current = shared.current()
+        due = [k for k in keys if k in current and (self._decaying or _TTL in current.peek(k).metadata)]
+        if not due:
+            return
+
+        def refreshed(mem: Memory[str, Value]) -> Memory[str, Value]:
+            for key in due:
+                if key not in mem:
+                    continue
+                entry = mem.peek(key)
+                ttl = entry.metadata.get(_TTL)
+                if ttl is None:
+                    mem = mem.touch(key)
+                else:  # a deadline moves only by a put: the item's history starts over, as LangGraph's stores do
+                    mem = mem.put(
+                        entry.value,
+                        key=key,
+                        importance=entry.importance,
+                        metadata=entry.metadata,
+                        ttl=timedelta(minutes=ttl),
+                        text=entry.text,
+                        vector=entry.vector,
+                    )
+            return mem
+
+        shared.update(refreshed)
+
+    def update(
+        self,
+        namespace: Namespace,
+        key: str,
+        fn: Callable[[Value | None], Mapping[str, Any] | None],
+        *,
+        index: list[str] | bool | None = None,
+        ttl: float | NotProvided | None = NOT_PROVIDED,
+    ) -> Item | None:
+        """Replace the item at ``key`` with ``fn(its value)`` (``fn(None)`` when there is none),
+        atomically: no write of another thread or process falls between the read and the write.
+
+        A get-then-put through a ``BaseStore`` loses updates: two callers read the same value
+        and the later put erases the earlier.  Here ``fn`` runs on the namespace's latest
+        version and the result commits at the next version, or ``fn`` runs again on the
+        newer one; so ``fn`` may run more than once and must have no other effect.
+
+        Args:
+            namespace: The item's namespace.
+            key: The item's key.
+            fn: The new value (a dict) from the current one (None: no item); returning None
+                deletes the item.
+            index: As for ``put``: False (do not embed), the fields to embed, or None (the
+                store's ``index`` fields).
+            ttl: As for ``put``: minutes (None: no deadline; not given: the store's ``default_ttl``).
+
+        Returns:
+            The item written (None when ``fn`` returned None).
+
+        Raises:
+            InvalidNamespaceError: a bad namespace.
+            TypeError: ``fn`` returned something other than a dict or None.
+            Whatever ``fn`` or the embedder raises (nothing is written).
+        """
+        if isinstance(ttl, NotProvided):
+            ttl = (self.ttl_config or {}).get("default_ttl")
+        shared = self.shared(namespace)
+        namespace = tuple(namespace)
+        embedded: dict[str, Vector | None] = {}  # a text is embedded once, however often fn runs
+
+        def write(mem: Memory[str, Value]) -> tuple[Memory[str, Value], Entry[str, Value] | None]:
+            old = mem.peek(key) if key in mem else None
+            new = fn(None if old is None else old.value)
+            if new is None:
+                return mem.delete(key), None
+            if not isinstance(new, Mapping):
+                raise TypeError(f"fn must return a dict or None, got {type(new).__name__}")
+            op = PutOp(namespace, key, dict(new), index=index, ttl=ttl)  # type: ignore[arg-type]
+            self._plan([op])
+            texts = self._texts(op)
+            missing = [t for t in dict.fromkeys(texts) if t not in embedded]
+            if missing:
+                assert self.embeddings is not None
+                embedded.update(zip(missing, self._vectors(missing, self.embeddings.embed_documents(missing))))
+            mem = self._put(mem, key, dict(new), old, texts, [embedded[t] for t in texts], ttl)
+            return mem, mem.peek(key)
+
+        entry = shared.transact(write)
+        return None if entry is None else _item(namespace, entry)
+
+    # -- reading ------------------------------------------------------------
+
+    def _search(
+        self, op: SearchOp, query: tuple[Any, float] | None, views: dict[str, Memory[str, Value] | None]
+    ) -> list[SearchItem]:
+        keep = _checked_filter(op.filter)
+        want = max(op.offset, 0) + max(op.limit, 0)
+        scored: list[tuple[float, int, int, Namespace, Entry[str, Value]]] = []
+        plain: list[tuple[Namespace, Entry[str, Value]]] = []
+        for rank, (namespace, name) in enumerate(self._namespaces(tuple(op.namespace_prefix))):
+            mem = self._view(name, views)
+            if mem is None or not len(mem):
+                continue
+            if query is None:
+                plain.extend((namespace, e) for e in mem.filter(lambda e: keep is None or keep(e.value)))
+                continue
+            for number, entry in self._ranked(mem, query, want, keep):
+                scored.append((-number, rank, entry.seq, namespace, entry))
+            if len(scored) < want:  # LangGraph's stores fill up with the items that have no vector
+                plain.extend(
+                    (namespace, e) for e in mem.filter(lambda e: e.vector is None and (keep is None or keep(e.value)))
+                )
+        if query is None:
+            if self._decaying:  # the most alive first
+                scores = {(ns, e.key): views[_name(ns)].score(e.key) for ns, e in plain}  # type: ignore[union-attr]
+                plain.sort(key=lambda ne: scores[ne[0], ne[1].key], reverse=True)
+            else:  # the latest written first, as LangGraph's SQL stores answer
+                plain.sort(key=lambda ne: _item(*ne).updated_at, reverse=True)
+            return [_item(ns, e, None, True) for ns, e in plain[op.offset : op.offset + op.limit]]  # type: ignore[misc]
+        scored.sort(key=lambda s: s[:3])
+        plain.sort(key=lambda ne: ne[1].seq)
+        hits = [_item(ns, e, -n, True) for n, _, _, ns, e in scored]
+        hits += [_item(ns, e, None, True) for ns, e in plain]
+        return hits[op.offset : op.offset + op.limit]  # type: ignore[return-value]
+
+    def _ranked(
+        self,
+        mem: Memory[str, Value],
+        query: tuple[Any, float],
+        want: int,
+        keep: Callable[[Mapping[str, Any]], bool] | None,
+    ) -> list[tuple[float, Entry[str, Value]]]:
+        """The best ``want`` items of ``mem`` that ``keep`` keeps, each with its number: the best
+        cosine of its vectors, plus ``decay_weight`` times its score with a template.
+
+        ``Memory.search`` ranks by the entry's own (first) vector, which no item's number is
+        below; an item with more vectors is ranked by all of them, so the answer is exact."""
+        numbers, norm = query
+        more = mem.filter(lambda e: _VECTORS in e.metadata)
+        k = max(want, 1)
+        while True:
+            hits = mem.search(numbers, k, decay_weight=self._decay_weight, min_relevance=-1.0)
+            kept = [e for e, _ in hits if keep is None or keep(e.value)]
+            if len(kept) >= want or len(hits) < k:
+                break
+            k *= 4
+        chosen = {e.key: e for e in kept}
+        chosen.update((e.key, e) for e in more if keep is None or keep(e.value))
+        ranked = []
+        for entry in chosen.values():
+            assert entry.vector is not None
+            best = cosine(numbers, norm, entry.vector)
+            for extra in entry.metadata.get(_VECTORS, ()):
+                best = max(best, cosine(numbers, norm, Vector(extra)))
+            decay = self._decay_weight * mem.score(entry.key) if self._decay_weight else 0.0
+            ranked.append((best + decay, entry))
+        return ranked
+
+    def _list(self, op: ListNamespacesOp, views: dict[str, Memory[str, Value] | None]) -> list[Namespace]:
+        found = set()
+        for namespace, name in self._namespaces():
+            if not all(_matches(c, namespace) for c in op.match_conditions or ()):
+                continue
+            mem = self._view(name, views)
+            if mem is None or not len(mem):
+                continue
+            found.add(namespace if op.max_depth is None else namespace[: op.max_depth])
+        return sorted(found)[op.offset : op.offset + op.limit]
+
+    # -- lifetime -----------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the namespaces' memories (and the engine, when this store made it)."""
+        with self._lock:
+            memories, self._memories = list(self._memories.values()), {}
+        for shared in memories:
+            shared.close()
+        if self._owns_engine:
+            self._engine.close()
+
+    def __enter__(self) -> LetheStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,327 @@
+"""LetheStore, lethe's LangGraph store: what LangGraph's own tests (tests/langgraph/) do not cover.
+
+It answers as LangGraph's InMemoryStore does (a property test over random batches); a memory
+template makes its namespaces bounded and decaying; TTLs, bad input, and writes from
+several processes (nothing lost through ``update``; each ``put`` is one commit).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from freezegun import freeze_time
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
+from langgraph.store.memory import InMemoryStore
+
+from lethe import Entry, Memory
+from lethe.integrations.langgraph import NAME_PREFIX, LetheStore
+from lethe.store import Shared, SQLiteStore
+from tests.langgraph.embed_test_utils import CharacterEmbeddings
+
+EMBED = CharacterEmbeddings(dims=16)
+WORDS = ["red", "apple", "car", "blue", "dog", "bird", "tea", "xx"]
+
+
+# -- the same answers as LangGraph's InMemoryStore -----------------------------------------
+
+texts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join)
+# A note never repeats its item's text: InMemoryStore embeds one text once per batch and then
+# miscounts its vectors (LangGraph's bug, not a case to compare).
+notes = texts.map("note: {}".format)
+values = st.fixed_dictionaries(
+    {"text": texts, "color": st.sampled_from(["red", "blue"]), "n": st.integers(0, 3), "note": notes}
+)
+puts = st.tuples(
+    st.just("put"),
+    st.sampled_from([("a",), ("a", "b"), ("c",)]),
+    st.sampled_from(["k1", "k2", "k3", "k4", "k5"]),
+    st.one_of(st.none(), values),
+    st.sampled_from([None, False, ["text"], ["text", "note"], ["note"]]),
+)
+searches = st.tuples(
+    st.just("search"),
+    st.sampled_from([("a",), ("a", "b"), ()]),
+    st.one_of(st.none(), texts, notes),
+    st.sampled_from([None, {"color": "red"}, {"n": {"$gte": 2}}, {"color": "blue", "n": {"$ne": 1}}]),
+    st.sampled_from([1, 2, 3, 10]),
+    st.integers(0, 2),
+)
+
+
+def _answer(items: list[Any]) -> list[tuple[str, str, float | None]]:
+    return [(".".join(i.namespace), i.key, None if i.score is None else round(i.score, 5)) for i in items]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(puts, searches), min_size=2, max_size=30))
+@example(  # an item found by its second text, ranked above one found by its only text
+    [
+        ("put", ("a",), "k1", {"text": "red", "color": "red", "n": 1, "note": "note: blue dog"}, ["text", "note"]),
+        ("put", ("a",), "k2", {"text": "blue dog", "color": "red", "n": 1, "note": "note: tea"}, None),
+        ("search", ("a",), "note: blue dog", None, 1, 0),
+    ]
+)
+@example(  # the filter drops the best match: the search reaches further
+    [
+        ("put", ("a",), "k1", {"text": "red", "color": "blue", "n": 1, "note": "note: xx"}, None),
+        ("put", ("a",), "k2", {"text": "blue dog", "color": "red", "n": 1, "note": "note: tea"}, None),
+        ("search", ("a",), "red", {"color": "red"}, 1, 0),
+    ]
+)
+def test_it_answers_as_langgraphs_in_memory_store(steps: list[tuple[Any, ...]]) -> None:
+    config: Any = {"dims": EMBED.dims, "embed": EMBED, "fields": ["text"]}
+    ours, theirs = LetheStore(index=config), InMemoryStore(index=config)
+    for step in steps:
+        if step[0] == "put":
+            _, namespace, key, value, index = step
+            for store in (ours, theirs):
+                store.batch([PutOp(namespace, key, value, index=index)])
+            continue
+        _, prefix, query, where, limit, offset = step
+        op = SearchOp(prefix, where, limit, offset, query)
+        mine, reference = ours.batch([op])[0], theirs.batch([op])[0]
+        assert isinstance(mine, list)
+        assert isinstance(reference, list)
+        if query is None:  # no ranking: the same items (LangGraph's order is its dict's)
+            everything = SearchOp(prefix, where, 1000, 0, None)
+            assert sorted(_answer(ours.batch([everything])[0])) == sorted(_answer(theirs.batch([everything])[0]))  # type: ignore[arg-type]
+            assert len(mine) == len(reference)
+            continue
+        # Ranked: the same numbers in the same order; equal numbers may come in another order.
+        assert [s for *_, s in _answer(mine) if s is not None] == [s for *_, s in _answer(reference) if s is not None]
+        by_key = {(ns, k): s for ns, k, s in _answer(ours.batch([SearchOp(prefix, where, 1000, 0, query)])[0])}  # type: ignore[arg-type]
+        for ns, k, s in _answer(reference):
+            if s is not None:
+                assert by_key[ns, k] == s
+
+
+# -- a memory template: bounded, decaying namespaces ---------------------------------------
+
+
+def test_a_template_bounds_each_namespace_and_reports_what_it_evicts() -> None:
+    evicted: list[Entry[Any, Any]] = []
+    store = LetheStore(memory=Memory(max_entries=3, on_evict=evicted.extend))
+    with freeze_time("2026-01-01 12:00:00") as clock:
+        for i in range(5):
+            store.put(("user",), f"k{i}", {"text": f"fact {i}"})
+            store.put(("other",), f"k{i}", {"text": f"fact {i}"})
+            clock.tick(60)
+    assert sorted(i.key for i in store.search(("user",), limit=10)) == ["k2", "k3", "k4"]
+    assert sorted(i.key for i in store.search(("other",), limit=10)) == ["k2", "k3", "k4"]
+    assert sorted(e.key for e in evicted) == ["k0", "k0", "k1", "k1"]
+    feed = [e.key for _, entries in store.shared(("user",)).evictions() for e in entries]
+    assert sorted(feed) == ["k0", "k1"]
+
+
+def test_a_template_ranks_by_similarity_plus_decay_and_reads_rehearse() -> None:
+    index: Any = {"dims": EMBED.dims, "embed": EMBED, "fields": ["text"]}
+    with freeze_time("2026-01-01 12:00:00") as clock:
+        store = LetheStore(index=index, memory=Memory(max_entries=100, half_life=3600), decay_weight=1.0)
+        store.put(("m",), "old", {"text": "red apple"})
+        clock.tick(7200)
+        store.put(("m",), "new", {"text": "red apple"})
+        hits = store.search(("m",), query="red apple", refresh_ttl=False)
+        assert [h.key for h in hits] == ["new", "old"]
+        assert hits[0].score == pytest.approx(1.0 + 1.0)
+        assert hits[1].score == pytest.approx(1.0 + 0.25)
+        shared = store.shared(("m",))
+        assert shared.current().peek("old").access_count == 0  # refresh_ttl=False only observes
+        store.get(("m",), "old")  # a read that refreshes rehearses
+        assert shared.current().peek("old").access_count == 1
+        store.search(("m",), query="apple")
+        assert shared.current().peek("old").access_count == 2
+        assert shared.current().peek("new").access_count == 1
+
+
+def test_without_a_template_reads_write_nothing() -> None:
+    store = LetheStore()
+    store.put(("m",), "a", {"text": "x"})
+    version = store.shared(("m",)).version
+    store.get(("m",), "a")
+    store.search(("m",))
+    assert store.shared(("m",)).version == version
+
+
+# -- TTL -------------------------------------------------------------------------------------
+
+
+def test_ttl_items_vanish_and_refreshing_reads_move_the_deadline() -> None:
+    with freeze_time("2026-01-01 12:00:00") as clock:
+        store = LetheStore(ttl={"default_ttl": 10})
+        store.put(("t",), "kept", {"v": 1})
+        store.put(("t",), "short", {"v": 2}, ttl=1)
+        store.put(("t",), "forever", {"v": 3}, ttl=None)
+        created = store.get(("t",), "kept", refresh_ttl=False)
+        assert created is not None
+        clock.tick(timedelta(minutes=2))
+        assert store.get(("t",), "short") is None
+        clock.tick(timedelta(minutes=7))
+        refreshed = store.get(("t",), "kept")  # moves its deadline to 12:19
+        assert refreshed is not None
+        assert refreshed.created_at == created.created_at
+        clock.tick(timedelta(minutes=9))
+        assert store.get(("t",), "kept", refresh_ttl=False) is not None
+        clock.tick(timedelta(minutes=2))
+        assert store.get(("t",), "kept") is None
+        assert store.get(("t",), "forever") is not None
+        assert [i.key for i in store.search(("t",))] == ["forever"]
+
+
+def test_created_at_stays_and_updated_at_moves() -> None:
+    store = LetheStore()
+    with freeze_time("2026-01-01 12:00:00") as clock:
+        store.put(("n",), "k", {"v": 1})
+        clock.tick(60)
+        store.put(("n",), "k", {"v": 2})
+    item = store.get(("n",), "k")
+    assert item is not None
+    assert item.created_at == datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)
+    assert item.updated_at == datetime(2026, 1, 1, 12, 1, tzinfo=timezone.utc)
+
+
+# -- bad input: a clear error, nothing written -----------------------------------------------
+
+
+class Failing(CharacterEmbeddings):
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        raise RuntimeError("the embedding service is down")
+
+
+class Short(CharacterEmbeddings):
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [v[:-1] for v in super().embed_documents(texts)]
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "match"),
+    [
+        ({"memory": {"max_entries": 3}}, TypeError, "memory"),
+        ({"decay_weight": -1.0}, ValueError, "decay_weight"),
+        ({"decay_weight": float("nan")}, ValueError, "decay_weight"),
+        ({"ttl": {"default_ttl": 0}}, ValueError, "default_ttl"),
+        ({"index": {"dims": 0, "embed": EMBED}}, ValueError, "dims"),
+        ({"store": object()}, TypeError, "store"),
+    ],
+)
+def test_bad_options_are_refused(options: dict[str, Any], error: type[Exception], match: str) -> None:
+    with pytest.raises(error, match=match):
+        LetheStore(**options)
+
+
+def test_bad_operations_name_what_is_wrong_and_write_nothing() -> None:
+    store = LetheStore(index={"dims": EMBED.dims, "embed": EMBED})
+    store.put(("n",), "k", {"text": "kept"})
+    before = store.shared(("n",)).version
+    with pytest.raises(ValueError, match="Invalid filter key"):
+        store.search(("n",), filter={"a b": 1})
+    with pytest.raises(ValueError, match=r"\$like"):
+        store.search(("n",), filter={"a": {"$like": 1}})
+    with pytest.raises(TypeError, match="value must be a dict"):
+        store.batch([PutOp(("n",), "k", ["not", "a", "dict"])])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="ttl"):
+        store.put(("n",), "k", {"text": "x"}, ttl=-5)
+    with pytest.raises(InvalidNamespaceError):
+        store.put(("n", "a.b"), "k", {"text": "x"})
+    with pytest.raises(InvalidNamespaceError):
+        store.batch([GetOp(("n", ""), "k")])
+    with pytest.raises(TypeError, match="fn must return a dict"):
+        store.update(("n",), "k", lambda v: 3)  # type: ignore[arg-type,return-value]
+    for embedder, error, match in [(Failing(16), RuntimeError, "down"), (Short(16), ValueError, "dimensions")]:
+        other = LetheStore(index={"dims": 16, "embed": embedder})
+        with pytest.raises(error, match=match):
+            other.batch([PutOp(("n",), "a", {"text": "one"}), PutOp(("n",), "b", {"text": "two"})])
+        assert other.search(("n",)) == []
+        with pytest.raises(error, match=match):
+            other.update(("n",), "a", lambda v: {"text": "one"})
+        assert other.get(("n",), "a") is None
+    assert store.shared(("n",)).version == before
+    assert store.get(("n",), "k").value == {"text": "kept"}  # type: ignore[union-attr]
+
+
+def test_filters_are_json_comparisons() -> None:
+    store = LetheStore()
+    store.put(("f",), "one", {"n": 1, "flag": True, "tag": "b", "deep": {"x": [1, 2]}})
+    store.put(("f",), "yes", {"n": 2, "flag": 1, "tag": "a"})
+
+    def keys(where: dict[str, Any]) -> list[str]:
+        return sorted(i.key for i in store.search(("f",), filter=where))
+
+    assert keys({"flag": True}) == ["one"]  # true is not 1
+    assert keys({"flag": 1}) == ["yes"]
+    assert keys({"tag": {"$lt": "b"}}) == ["yes"]
+    assert keys({"n": {"$gt": "0"}}) == []  # a number and a string do not order
+    assert keys({"deep.x": [1, 2]}) == ["one"]
+    assert keys({"deep": {"x": [1, 2]}}) == ["one"]
+    assert keys({"n": {"$gte": 1, "$lt": 2}}) == ["one"]
+
+
+def test_a_store_lists_only_its_own_namespaces(tmp_path: Path) -> None:
+    with SQLiteStore(str(tmp_path / "s.db")) as engine:
+        Shared(engine, "plain lethe memory", Memory())
+        store = LetheStore(engine)
+        store.put(("a", "b"), "k", {"v": 1})
+        store.put(("c",), "k", {"v": 1})
+        store.delete(("c",), "k")  # an emptied namespace is not listed
+        assert store.list_namespaces() == [("a", "b")]
+        ours = [NAME_PREFIX + '["a","b"]', NAME_PREFIX + '["c"]']
+        assert sorted(engine.names()) == sorted(["plain lethe memory", *ours])
+        store.close()
+
+
+# -- several processes -----------------------------------------------------------------------
+
+
+def _count(path: str, times: int) -> None:
+    with SQLiteStore(path) as engine, LetheStore(engine) as store:
+        for _ in range(times):
+            store.update(("stats",), "visits", lambda v: {"n": (v or {"n": 0})["n"] + 1})
+
+
+def _put_keys(path: str, worker: int, times: int) -> None:
+    with SQLiteStore(path) as engine, LetheStore(engine) as store:
+        for i in range(times):
+            store.put(("notes",), f"w{worker}-{i}", {"text": f"note {i} of {worker}"})
+
+
+@pytest.fixture
+def spawn() -> Iterator[Any]:
+    context = multiprocessing.get_context("spawn")
+    started: list[Any] = []
+
+    def run(target: Any, *args: Any) -> None:
+        process = context.Process(target=target, args=args)
+        process.start()
+        started.append(process)
+
+    yield run
+    for process in started:
+        process.join(timeout=120)
+        assert process.exitcode == 0
+
+
+def test_update_loses_nothing_across_processes(tmp_path: Path, spawn: Any) -> None:
+    path = str(tmp_path / "shared.db")
+    for _ in range(4):
+        spawn(_count, path, 25)
+    for process in multiprocessing.active_children():
+        process.join(timeout=120)
+    with SQLiteStore(path) as engine, LetheStore(engine) as store:
+        assert store.get(("stats",), "visits").value == {"n": 100}  # type: ignore[union-attr]
+
+
+def test_each_put_is_one_commit_across_processes(tmp_path: Path, spawn: Any) -> None:
+    path = str(tmp_path / "shared.db")
+    for worker in range(4):
+        spawn(_put_keys, path, worker, 25)
+    for process in multiprocessing.active_children():
+        process.join(timeout=120)
+    with SQLiteStore(path) as engine, LetheStore(engine) as store:
+        assert len(store.search(("notes",), limit=1000)) == 100
+        assert store.shared(("notes",)).version == 100  # 100 puts, 100 commits: none merged, none lost
