@@ -149,3 +149,22 @@ def test_shared_workers_lose_and_double_nothing() -> None:
         "every eviction was reported by one worker's on_evict: True",
         "every commit was one put or one rehearsal: True",
     ]
+
+
+def test_langgraph_agent_remembers_across_runs(tmp_path: Path) -> None:
+    from lethe.integrations.langgraph import LetheStore
+    from lethe.store import SQLiteStore
+
+    agent = load("langgraph_agent")
+    db = tmp_path / "agent.db"
+    # The first run in another process: what it remembers is in the file, not in this process.
+    code = f"import sys; sys.path.insert(0, {str(EXAMPLES)!r}); import langgraph_agent as a; "
+    code += f"print(a.run(__import__('pathlib').Path({str(db)!r}), 'My cat is called Miso.', 'Hello Miso!'))"
+    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert "('Hello Miso!', [])" in first.stdout  # nothing to recall yet
+    reply, recalled = agent.run(db, "What is my cat called?", "Miso.")
+    assert reply == "Miso."
+    assert recalled == ["My cat is called Miso."]
+    with SQLiteStore(str(db)) as engine, LetheStore(engine, memory=agent.MEMORY) as store:
+        (entry,) = store.shared(agent.USER).current().top(10)
+        assert entry.access_count == 1  # recalled once, so rehearsed once
