@@ -140,6 +140,20 @@ def test_a_template_ranks_by_similarity_plus_decay_and_reads_rehearse() -> None:
         assert shared.current().peek("new").access_count == 1
 
 
+def test_a_put_keeps_the_importance_and_the_pin_set_through_lethe() -> None:
+    store = LetheStore(memory=Memory(max_entries=2))
+    store.put(("p",), "kept", {"v": 1})
+    store.shared(("p",)).update(lambda m: m.pin("kept").touch("kept", importance=3.0))
+    store.put(("p",), "kept", {"v": 2})
+    store.update(("p",), "kept", lambda v: {"v": 3})
+    for key in ("a", "b", "c"):
+        store.put(("p",), key, {"v": 0})
+    entry = store.shared(("p",)).current().peek("kept")
+    assert (entry.value, entry.pinned, entry.importance) == ({"v": 3}, True, 3.0)
+    store.put(("p",), "kept", {"v": 4}, ttl=5)  # a deadline unpins
+    assert not store.shared(("p",)).current().peek("kept").pinned
+
+
 def test_without_a_template_reads_write_nothing() -> None:
     store = LetheStore()
     store.put(("m",), "a", {"text": "x"})
@@ -203,8 +217,9 @@ class Short(CharacterEmbeddings):
     ("options", "error", "match"),
     [
         ({"memory": {"max_entries": 3}}, TypeError, "memory"),
-        ({"decay_weight": -1.0}, ValueError, "decay_weight"),
-        ({"decay_weight": float("nan")}, ValueError, "decay_weight"),
+        ({"decay_weight": -1.0, "memory": Memory()}, ValueError, "decay_weight"),
+        ({"decay_weight": float("nan"), "memory": Memory()}, ValueError, "decay_weight"),
+        ({"decay_weight": 1.0}, ValueError, "needs a memory template"),
         ({"ttl": {"default_ttl": 0}}, ValueError, "default_ttl"),
         ({"index": {"dims": 0, "embed": EMBED}}, ValueError, "dims"),
         ({"store": object()}, TypeError, "store"),
@@ -243,6 +258,31 @@ def test_bad_operations_name_what_is_wrong_and_write_nothing() -> None:
         assert other.get(("n",), "a") is None
     assert store.shared(("n",)).version == before
     assert store.get(("n",), "k").value == {"text": "kept"}  # type: ignore[union-attr]
+
+
+def test_values_are_copied_in_and_out_and_a_failed_batch_writes_nothing() -> None:
+    store = LetheStore()
+    value: dict[str, Any] = {"deep": {"n": 1}, "pair": (1, 2)}
+    store.put(("v",), "k", value)
+    value["deep"]["n"] = 2  # the caller's dict changes after the put
+    got = store.get(("v",), "k")
+    assert got is not None
+    assert got.value == {"deep": {"n": 1}, "pair": [1, 2]}  # a tuple is kept as JSON keeps it
+    got.value["deep"]["n"] = 3  # and a reader changes what it got
+    assert store.get(("v",), "k").value["deep"] == {"n": 1}  # type: ignore[union-attr]
+    assert store.search(("v",))[0].value["deep"] == {"n": 1}
+    with pytest.raises(TypeError, match="JSON"):
+        store.batch([PutOp(("a",), "k", {"v": 1}), PutOp(("b",), "k", {"when": datetime.now(timezone.utc)})])
+    with pytest.raises(ValueError, match="JSON"):
+        store.put(("a",), "k", {"v": float("nan")})
+    assert store.list_namespaces() == [("v",)]  # neither namespace of the failed batch was written
+
+
+async def test_aupdate_is_update_for_asyncio() -> None:
+    store = LetheStore()
+    for _ in range(3):
+        await store.aupdate(("s",), "n", lambda v: {"n": (v or {"n": 0})["n"] + 1})
+    assert (await store.aget(("s",), "n")).value == {"n": 3}  # type: ignore[union-attr]
 
 
 def test_filters_are_json_comparisons() -> None:
@@ -325,3 +365,21 @@ def test_each_put_is_one_commit_across_processes(tmp_path: Path, spawn: Any) -> 
     with SQLiteStore(path) as engine, LetheStore(engine) as store:
         assert len(store.search(("notes",), limit=1000)) == 100
         assert store.shared(("notes",)).version == 100  # 100 puts, 100 commits: none merged, none lost
+
+
+# -- every engine ----------------------------------------------------------------------------
+
+
+def test_every_engine_serves_it_and_a_second_process_sees_the_same(store: Any) -> None:
+    index: Any = {"dims": EMBED.dims, "embed": EMBED, "fields": ["text", "note"]}
+    writer, reader = LetheStore(store, index=index), LetheStore(store, index=index)
+    writer.put(("u", "m"), "tea", {"text": "green tea", "note": "note: every morning"})
+    writer.put(("u", "m"), "car", {"text": "blue car"})
+    writer.put(("u", "x"), "dog", {"text": "red dog"}, index=False)
+    writer.update(("u", "m"), "car", lambda v: {**(v or {}), "seen": 2})
+    mine = _answer(writer.search(("u",), query="note: every morning"))
+    assert mine == _answer(reader.search(("u",), query="note: every morning"))
+    assert [key for _, key, _ in mine] == ["tea", "car", "dog"]
+    assert mine[2][2] is None  # not indexed: listed after the ranked ones, without a score
+    assert reader.get(("u", "m"), "car").value == {"text": "blue car", "seen": 2}  # type: ignore[union-attr]
+    assert reader.list_namespaces(prefix=("u",)) == [("u", "m"), ("u", "x")]

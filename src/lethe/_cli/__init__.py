@@ -1,16 +1,18 @@
-"""The ``lethe`` command line: ``python -m lethe [demo | curves | inspect | simulate]``.
+"""The ``lethe`` command line: ``python -m lethe [demo | curves | inspect | simulate | mcp]``.
 
 * ``demo`` (the default): a short demonstration with a simulated clock.
 * ``curves``: the built-in decay curves as a terminal chart.
 * ``inspect FILE``: a saved ``Memory.to_dict()``, or a memory in a lethe store (an SQLite file,
   or a Redis or PostgreSQL URL), as a table (or JSON).
 * ``simulate LOG.jsonl``: replay a log of operations through a model and a capacity.
+* ``mcp --db PATH``: serve a memory kept in a lethe store to agents, as an MCP server (over
+  stdio, or streamable HTTP); needs the ``mcp`` extra.
 
 Bad input is reported in one line on stderr with exit status 2.
 
 This module holds the entry point (:func:`main`) and the argument parser;
 each command has a module of its own (``_demo``, ``_curves``, ``_inspect``,
-``_simulate``), beside the chart renderer (``_chart``), the text helpers
+``_simulate``, ``_mcp``), beside the chart renderer (``_chart``), the text helpers
 (``_format``), the built-in models by name (``_models``) and the state labels
 (``_states``).
 """
@@ -22,7 +24,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from lethe._cli import _inspect
+from lethe._cli import _inspect, _mcp
 from lethe._cli._curves import curve_points, curves
 from lethe._cli._demo import demo
 from lethe._cli._format import CLIError, Progress, format_duration, parse_duration, parse_time, write_json
@@ -108,6 +110,40 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--half-life", default="1h")
     s.add_argument("--capacity", type=int, default=100, metavar="N", help="max_entries (default 100)")
     s.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    m = sub.add_parser(
+        "mcp",
+        help="serve a memory kept in a lethe store to agents, as an MCP server",
+        description="Serve the memory NAME of a lethe store to agents over the Model Context Protocol, with the\n"
+        "tools remember, recall, search, forget, top and stats. A memory the store holds is served with\n"
+        "its stored configuration; a new one is made from --capacity, --model and --half-life.\n"
+        "Needs the mcp extra: pip install 'lethe-decay[mcp]'.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    m.add_argument(
+        "--db",
+        required=True,
+        metavar="PATH",
+        help="the lethe SQLite store file (created, with its directory, if missing), or the URL of a Redis "
+        "(redis://, rediss://, unix://) or PostgreSQL (postgresql://, postgres://) store",
+    )
+    m.add_argument(
+        "--name", default=_mcp.DEFAULT_NAME, help=f"the memory's name in the store (default {_mcp.DEFAULT_NAME})"
+    )
+    m.add_argument(
+        "--capacity",
+        type=int,
+        metavar="N",
+        help=f"max_entries of a new memory (default {_mcp.DEFAULT_CAPACITY}): at capacity the weakest is evicted",
+    )
+    m.add_argument("--model", metavar="NAME", help=f"the decay model of a new memory (default {_mcp.DEFAULT_MODEL})")
+    m.add_argument(
+        "--half-life",
+        metavar="DURATION",
+        help=f"the half-life of a new memory, e.g. 12h, 7d, 2w (default {_mcp.DEFAULT_HALF_LIFE})",
+    )
+    m.add_argument("--transport", choices=_mcp.TRANSPORTS, default="stdio", help="how clients connect (default stdio)")
+    m.add_argument("--host", default="127.0.0.1", help="the address to serve HTTP on (default 127.0.0.1)")
+    m.add_argument("--port", type=int, default=8000, help="the port to serve HTTP on (default 8000)")
     return parser
 
 
@@ -136,6 +172,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 print_simulation(report, sys.stdout)
             return 0
+        if args.command == "mcp":
+            return _mcp.serve(
+                _mcp.Options(
+                    db=args.db,
+                    name=args.name,
+                    capacity=args.capacity,
+                    model=args.model,
+                    half_life=args.half_life,
+                    transport=args.transport,
+                    host=args.host,
+                    port=args.port,
+                )
+            )
     except CLIError as exc:
         sys.stderr.write(f"lethe {args.command}: error: {exc}\n")
         return 2

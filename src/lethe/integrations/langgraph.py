@@ -33,6 +33,7 @@ Install with ``pip install 'lethe-decay[langgraph]'``.  See ``docs/agents.md``.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import math
 import re
@@ -74,8 +75,8 @@ NAME_PREFIX = "langgraph:"
 """The prefix of the memory names a :class:`LetheStore` keeps in its engine: a namespace
 ``("user-7", "memories")`` is the memory ``'langgraph:["user-7","memories"]'``."""
 
-Value = dict[str, Any]
-Namespace = tuple[str, ...]
+_Value = dict[str, Any]
+_Namespace = tuple[str, ...]
 
 # The item's LangGraph bookkeeping, in its entry's metadata (the value stays the caller's dict).
 _CREATED, _UPDATED, _TTL, _VECTORS = "created_at", "updated_at", "ttl_minutes", "vectors"
@@ -85,11 +86,11 @@ _FILTER_KEY = re.compile(r"[\w-]+(?:\.[\w-]+)*\Z")
 _OPERATORS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"})
 
 
-def _name(namespace: Namespace) -> str:
+def _name(namespace: _Namespace) -> str:
     return NAME_PREFIX + json.dumps(list(namespace), ensure_ascii=False, separators=(",", ":"))
 
 
-def _namespace(name: str) -> Namespace | None:
+def _namespace(name: str) -> _Namespace | None:
     """The namespace a memory name stands for (None: a memory that is not a LetheStore's)."""
     if not name.startswith(NAME_PREFIX):
         return None
@@ -102,7 +103,7 @@ def _namespace(name: str) -> Namespace | None:
     return tuple(labels)
 
 
-def _matches(condition: MatchCondition, namespace: Namespace) -> bool:
+def _matches(condition: MatchCondition, namespace: _Namespace) -> bool:
     """Whether ``namespace`` has the condition's path (``"*"``: any one label) at its start or end."""
     path = tuple(condition.path)
     if len(namespace) < len(path):
@@ -191,19 +192,57 @@ def _iso(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).isoformat()
 
 
-def _item(namespace: Namespace, entry: Entry[str, Value], score: float | None = None, scored: bool = False) -> Item:
+def _times(entry: Entry[str, _Value]) -> tuple[datetime, datetime]:
+    """When the item was created and last written (its entry's put time, before a re-put)."""
     meta = entry.metadata
     created = datetime.fromisoformat(meta[_CREATED]) if _CREATED in meta else entry.inserted_at
     updated = datetime.fromisoformat(meta[_UPDATED]) if _UPDATED in meta else entry.inserted_at
-    if scored:
-        return SearchItem(namespace, entry.key, entry.value, created, updated, score)
-    return Item(value=entry.value, key=entry.key, namespace=namespace, created_at=created, updated_at=updated)
+    return created, updated
+
+
+def _item(namespace: _Namespace, entry: Entry[str, _Value]) -> Item:
+    """The entry as LangGraph's ``Item``, with a copy of its value (the entry's stays as it is)."""
+    created, updated = _times(entry)
+    return Item(
+        value=copy.deepcopy(entry.value), key=entry.key, namespace=namespace, created_at=created, updated_at=updated
+    )
+
+
+def _hit(namespace: _Namespace, entry: Entry[str, _Value], score: float | None) -> SearchItem:
+    """The entry as LangGraph's ``SearchItem`` (``score`` None: found without a query, or unranked)."""
+    created, updated = _times(entry)
+    return SearchItem(
+        namespace=namespace,
+        key=entry.key,
+        value=copy.deepcopy(entry.value),
+        created_at=created,
+        updated_at=updated,
+        score=score,
+    )
+
+
+def _json_value(value: Mapping[str, Any]) -> _Value:
+    """``value`` as the JSON object it will be kept as (a copy: the caller's dict may change).
+
+    Raises:
+        TypeError: ``value`` holds something JSON cannot (a set, a datetime, an object).
+        ValueError: a NaN or an infinity, or a loop.
+    """
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except TypeError as exc:
+        raise TypeError(f"value must be a JSON object: {exc}") from None
+    except ValueError as exc:
+        raise ValueError(f"value must be a JSON object: {exc}") from None
+    made: _Value = json.loads(text)
+    return made
 
 
 class _Write(NamedTuple):
-    """One put (``value`` None: a delete) of a batch, with the texts of the item to embed."""
+    """One put of a batch (``value`` None: a delete), its value as kept, and the texts to embed."""
 
     op: PutOp
+    value: _Value | None
     texts: list[str]
 
 
@@ -211,7 +250,7 @@ class _Plan(NamedTuple):
     """What a batch needs before it touches the store: its puts (the last per key) and the texts
     and queries to embed, found without reading anything."""
 
-    writes: dict[tuple[Namespace, str], _Write]
+    writes: dict[tuple[_Namespace, str], _Write]
     texts: list[str]
     queries: list[str]
 
@@ -230,16 +269,24 @@ class LetheStore(BaseStore):
             Without it, a ``query`` is ignored and search only filters.
         ttl: LangGraph's ``TTLConfig``: ``default_ttl`` (minutes) for items put without
             one, ``refresh_on_read`` (default True).  An item past its time is gone for
-            every read at once; the namespace's next write removes it and reports it
-            as an eviction.
+            every read at once (as ``omit_expired`` asks), and the namespace's next write
+            removes it and reports it as an eviction, so no sweeper runs
+            (``sweep_interval_minutes`` is not used).
         memory: The template every namespace is opened with: its capacity
             (``max_entries``), decay, thresholds and hooks (``on_evict``,
             ``summarize_fn``, ``clock_fn``).  None: a namespace holds any number of
             items and a search's score is the cosine similarity alone.
         decay_weight: With a ``memory`` template, what a search adds per unit of an
-            item's decay score (``Memory.search``'s ``decay_weight``); >= 0.
+            item's decay score (``Memory.search``'s ``decay_weight``, default 0.25); >= 0.
+            Without a template, a score is the similarity alone, and giving it is an error.
 
-    Item values are JSON objects (dicts).  Reads and searches answer from each
+    Item values are JSON objects (dicts), copied in and out: a tuple is kept as a list,
+    and changing a dict after a put or a get changes nothing in the store.  A put replaces
+    the item (its decay starts over) but keeps its importance and pin, set through
+    :meth:`shared` (``touch``, ``pin``).  A refreshing read of an item with a TTL is a put
+    of it: its deadline moves and, with a template, its decay starts over.  Each namespace
+    this store reads or writes is kept as a replica in this process, until :meth:`close`.
+    Reads and searches answer from each
     namespace's replica, caught up with the store first; a batch's writes to one
     namespace are one commit.  Thread-safe.
 
@@ -250,8 +297,8 @@ class LetheStore(BaseStore):
     >>> store = LetheStore(memory=Memory(max_entries=2))
     >>> for key in ("a", "b", "c"):
     ...     store.put(("notes",), key, {"text": key})
-    >>> sorted(item.key for item in store.search(("notes",)))
-    ['b', 'c']
+    >>> print(*sorted(item.key for item in store.search(("notes",))))
+    b c
     """
 
     supports_ttl = True
@@ -262,23 +309,26 @@ class LetheStore(BaseStore):
         *,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
-        memory: Memory[str, Value] | None = None,
-        decay_weight: float = 0.25,
+        memory: Memory[str, _Value] | None = None,
+        decay_weight: float | None = None,
     ) -> None:
         if memory is not None and not isinstance(memory, Memory):
             raise TypeError(f"memory must be a lethe Memory (a template), got {type(memory).__name__}")
         if store is not None and not all(hasattr(store, m) for m in ("names", "config", "open", "append")):
             raise TypeError(f"store must be a lethe.store engine (SQLiteStore, ...), got {type(store).__name__}")
-        if _number(decay_weight) is None or not decay_weight >= 0 or math.isinf(decay_weight):
+        if decay_weight is not None and memory is None:
+            raise ValueError("decay_weight needs a memory template (without one, a score is the similarity alone)")
+        weight = 0.25 if decay_weight is None else decay_weight
+        if _number(weight) is None or not weight >= 0 or math.isinf(weight):
             raise ValueError(f"decay_weight must be a finite number >= 0, got {decay_weight!r}")
         default_ttl = (ttl or {}).get("default_ttl")
         if default_ttl is not None and not ((_number(default_ttl) or 0) > 0 and math.isfinite(default_ttl)):
             raise ValueError(f"ttl['default_ttl'] must be None or a number of minutes > 0, got {default_ttl!r}")
         self._engine: Store = InMemoryStore() if store is None else store
         self._owns_engine = store is None
-        self._template: Memory[str, Value] = Memory(max_entries=sys.maxsize) if memory is None else memory
+        self._template: Memory[str, _Value] = Memory(max_entries=sys.maxsize) if memory is None else memory
         self._decaying = memory is not None
-        self._decay_weight = float(decay_weight) if memory is not None else 0.0
+        self._decay_weight = float(weight) if memory is not None else 0.0
         self.ttl_config = ttl
         self.index_config: IndexConfig | None = None
         self.embeddings = None
@@ -290,12 +340,12 @@ class LetheStore(BaseStore):
             self.index_config = index.copy()
             self.embeddings = ensure_embeddings(index.get("embed"))
             self._fields = [(p, p if p == "$" else tokenize_path(p)) for p in index.get("fields") or ["$"]]
-        self._memories: dict[str, Shared[str, Value]] = {}
+        self._memories: dict[str, Shared[str, _Value]] = {}
         self._lock = threading.Lock()
 
     # -- namespaces ---------------------------------------------------------
 
-    def shared(self, namespace: Namespace) -> Shared[str, Value]:
+    def shared(self, namespace: _Namespace) -> Shared[str, _Value]:
         """The lethe memory holding ``namespace`` (opened, and created when new): its replica
         (``current()``), its evictions (``evictions()``) and any lethe operation
         (``transact``), e.g. to pin an item or set its importance.
@@ -311,7 +361,7 @@ class LetheStore(BaseStore):
         assert shared is not None
         return shared
 
-    def _open(self, name: str, create: bool) -> Shared[str, Value] | None:
+    def _open(self, name: str, create: bool) -> Shared[str, _Value] | None:
         with self._lock:
             shared = self._memories.get(name)
             if shared is None:
@@ -323,7 +373,7 @@ class LetheStore(BaseStore):
                 shared = self._memories[name] = Shared(self._engine, name, self._template)
             return shared
 
-    def _namespaces(self, prefix: Namespace = ()) -> list[tuple[Namespace, str]]:
+    def _namespaces(self, prefix: _Namespace = ()) -> list[tuple[_Namespace, str]]:
         """The namespaces in the engine that start with ``prefix``, sorted."""
         found = []
         for name in self._engine.names():
@@ -332,7 +382,7 @@ class LetheStore(BaseStore):
                 found.append((namespace, name))
         return sorted(found)
 
-    def _view(self, name: str, views: dict[str, Memory[str, Value] | None]) -> Memory[str, Value] | None:
+    def _view(self, name: str, views: dict[str, Memory[str, _Value] | None]) -> Memory[str, _Value] | None:
         """The namespace's memory as of this batch (caught up once per batch), None if it never was."""
         if name not in views:
             shared = self._open(name, create=False)
@@ -342,7 +392,7 @@ class LetheStore(BaseStore):
     # -- the batch ----------------------------------------------------------
 
     def _plan(self, ops: Sequence[Op]) -> _Plan:
-        writes: dict[tuple[Namespace, str], _Write] = {}
+        writes: dict[tuple[_Namespace, str], _Write] = {}
         texts: list[str] = []
         queries: list[str] = []
         for op in ops:
@@ -356,9 +406,10 @@ class LetheStore(BaseStore):
                     raise TypeError(f"value must be a dict (a JSON object), got {type(op.value).__name__}")
                 if op.ttl is not None and not ((_number(op.ttl) or 0) > 0 and math.isfinite(op.ttl)):
                     raise ValueError(f"ttl must be None or a number of minutes > 0, got {op.ttl!r}")
-                item_texts = self._texts(op)
+                # Checked here, before any namespace commits: a batch that fails writes nothing.
+                value = None if op.value is None else _json_value(op.value)
                 writes.pop((op.namespace, op.key), None)  # the last put of a key wins, in its place
-                writes[(op.namespace, op.key)] = _Write(op, item_texts)
+                writes[(op.namespace, op.key)] = _Write(op, value, self._texts(op))
             elif isinstance(op, SearchOp):
                 _checked_filter(op.filter)
                 if op.query and self.embeddings is not None and op.query not in queries:
@@ -421,7 +472,7 @@ class LetheStore(BaseStore):
     def _run(
         self, ops: Sequence[Op], plan: _Plan, vectors: list[Vector | None], queries: dict[str, tuple[Any, float]]
     ) -> list[Result]:
-        views: dict[str, Memory[str, Value] | None] = {}
+        views: dict[str, Memory[str, _Value] | None] = {}
         refresh: dict[str, set[str]] = {}
         results: list[Result] = []
         for op in ops:
@@ -441,14 +492,14 @@ class LetheStore(BaseStore):
                 results.append(self._list(op, views))
             else:
                 results.append(None)
-        by_namespace: dict[Namespace, list[tuple[_Write, list[Vector | None]]]] = {}
+        by_namespace: dict[_Namespace, list[tuple[_Write, list[Vector | None]]]] = {}
         at = 0
         for (namespace, _), write in plan.writes.items():
             by_namespace.setdefault(namespace, []).append((write, vectors[at : at + len(write.texts)]))
             at += len(write.texts)
         for namespace, writes in by_namespace.items():
             name = _name(namespace)
-            if all(w.op.value is None for w, _ in writes) and self._view(name, views) is None:
+            if all(w.value is None for w, _ in writes) and self._view(name, views) is None:
                 continue  # deleting from a namespace that never was: nothing to write
             shared = self._open(name, create=True)
             assert shared is not None
@@ -466,27 +517,28 @@ class LetheStore(BaseStore):
         return clock() if clock is not None else datetime.now(timezone.utc)
 
     def _written(
-        self, mem: Memory[str, Value], writes: Sequence[tuple[_Write, list[Vector | None]]]
-    ) -> Memory[str, Value]:
+        self, mem: Memory[str, _Value], writes: Sequence[tuple[_Write, list[Vector | None]]]
+    ) -> Memory[str, _Value]:
         for write, made in writes:
             op = write.op
-            if op.value is None:
+            if write.value is None:
                 mem = mem.delete(op.key)
                 continue
             old = mem.peek(op.key) if op.key in mem else None
-            mem = self._put(mem, op.key, dict(op.value), old, write.texts, made, op.ttl)
+            mem = self._put(mem, op.key, write.value, old, texts=write.texts, vectors=made, ttl=op.ttl)
         return mem
 
     def _put(
         self,
-        mem: Memory[str, Value],
+        mem: Memory[str, _Value],
         key: str,
-        value: Value,
-        old: Entry[str, Value] | None,
+        value: _Value,
+        old: Entry[str, _Value] | None,
+        *,
         texts: Sequence[str],
         vectors: Sequence[Vector | None],
         ttl: float | None,
-    ) -> Memory[str, Value]:
+    ) -> Memory[str, _Value]:
         now = _iso(self._now())
         meta: dict[str, Any] = {_CREATED: old.metadata.get(_CREATED, now) if old is not None else now, _UPDATED: now}
         if ttl is not None:
@@ -498,6 +550,8 @@ class LetheStore(BaseStore):
             value,
             key=key,
             importance=old.importance if old is not None else 1.0,
+            # (a deadline and a pin exclude each other: a pinned item put with a TTL is unpinned)
+            pinned=old is not None and old.pinned and ttl is None,
             metadata=meta,
             ttl=None if ttl is None else timedelta(minutes=ttl),
             text=searchable[0][0] if searchable else None,
@@ -514,7 +568,7 @@ class LetheStore(BaseStore):
         if not due:
             return
 
-        def refreshed(mem: Memory[str, Value]) -> Memory[str, Value]:
+        def refreshed(mem: Memory[str, _Value]) -> Memory[str, _Value]:
             for key in due:
                 if key not in mem:
                     continue
@@ -538,9 +592,9 @@ class LetheStore(BaseStore):
 
     def update(
         self,
-        namespace: Namespace,
+        namespace: _Namespace,
         key: str,
-        fn: Callable[[Value | None], Mapping[str, Any] | None],
+        fn: Callable[[_Value | None], Mapping[str, Any] | None],
         *,
         index: list[str] | bool | None = None,
         ttl: float | NotProvided | None = NOT_PROVIDED,
@@ -568,7 +622,8 @@ class LetheStore(BaseStore):
         Raises:
             InvalidNamespaceError: a bad namespace.
             TypeError: ``fn`` returned something other than a dict or None.
-            Whatever ``fn`` or the embedder raises (nothing is written).
+
+        Whatever ``fn`` or the embedder raises reaches the caller, and nothing is written.
         """
         if isinstance(ttl, NotProvided):
             ttl = (self.ttl_config or {}).get("default_ttl")
@@ -576,35 +631,48 @@ class LetheStore(BaseStore):
         namespace = tuple(namespace)
         embedded: dict[str, Vector | None] = {}  # a text is embedded once, however often fn runs
 
-        def write(mem: Memory[str, Value]) -> tuple[Memory[str, Value], Entry[str, Value] | None]:
+        def write(mem: Memory[str, _Value]) -> tuple[Memory[str, _Value], Entry[str, _Value] | None]:
             old = mem.peek(key) if key in mem else None
             new = fn(None if old is None else old.value)
             if new is None:
                 return mem.delete(key), None
             if not isinstance(new, Mapping):
                 raise TypeError(f"fn must return a dict or None, got {type(new).__name__}")
-            op = PutOp(namespace, key, dict(new), index=index, ttl=ttl)  # type: ignore[arg-type]
-            self._plan([op])
-            texts = self._texts(op)
+            op = PutOp(namespace, key, new, index=index, ttl=ttl)  # type: ignore[arg-type]
+            (write,) = self._plan([op]).writes.values()
+            texts = write.texts
             missing = [t for t in dict.fromkeys(texts) if t not in embedded]
             if missing:
                 assert self.embeddings is not None
                 embedded.update(zip(missing, self._vectors(missing, self.embeddings.embed_documents(missing))))
-            mem = self._put(mem, key, dict(new), old, texts, [embedded[t] for t in texts], ttl)
+            assert write.value is not None
+            mem = self._put(mem, key, write.value, old, texts=texts, vectors=[embedded[t] for t in texts], ttl=ttl)
             return mem, mem.peek(key)
 
         entry = shared.transact(write)
         return None if entry is None else _item(namespace, entry)
 
+    async def aupdate(
+        self,
+        namespace: _Namespace,
+        key: str,
+        fn: Callable[[_Value | None], Mapping[str, Any] | None],
+        *,
+        index: list[str] | bool | None = None,
+        ttl: float | NotProvided | None = NOT_PROVIDED,
+    ) -> Item | None:
+        """:meth:`update` for asyncio, in a worker thread (``fn`` and the embedder run there)."""
+        return await asyncio.to_thread(self.update, namespace, key, fn, index=index, ttl=ttl)
+
     # -- reading ------------------------------------------------------------
 
     def _search(
-        self, op: SearchOp, query: tuple[Any, float] | None, views: dict[str, Memory[str, Value] | None]
+        self, op: SearchOp, query: tuple[Any, float] | None, views: dict[str, Memory[str, _Value] | None]
     ) -> list[SearchItem]:
         keep = _checked_filter(op.filter)
         want = max(op.offset, 0) + max(op.limit, 0)
-        scored: list[tuple[float, int, int, Namespace, Entry[str, Value]]] = []
-        plain: list[tuple[Namespace, Entry[str, Value]]] = []
+        scored: list[tuple[float, int, int, _Namespace, Entry[str, _Value]]] = []
+        plain: list[tuple[_Namespace, Entry[str, _Value]]] = []
         for rank, (namespace, name) in enumerate(self._namespaces(tuple(op.namespace_prefix))):
             mem = self._view(name, views)
             if mem is None or not len(mem):
@@ -623,21 +691,21 @@ class LetheStore(BaseStore):
                 scores = {(ns, e.key): views[_name(ns)].score(e.key) for ns, e in plain}  # type: ignore[union-attr]
                 plain.sort(key=lambda ne: scores[ne[0], ne[1].key], reverse=True)
             else:  # the latest written first, as LangGraph's SQL stores answer
-                plain.sort(key=lambda ne: _item(*ne).updated_at, reverse=True)
-            return [_item(ns, e, None, True) for ns, e in plain[op.offset : op.offset + op.limit]]  # type: ignore[misc]
+                plain.sort(key=lambda ne: _times(ne[1])[1], reverse=True)
+            return [_hit(ns, e, None) for ns, e in plain[op.offset : op.offset + op.limit]]
         scored.sort(key=lambda s: s[:3])
         plain.sort(key=lambda ne: ne[1].seq)
-        hits = [_item(ns, e, -n, True) for n, _, _, ns, e in scored]
-        hits += [_item(ns, e, None, True) for ns, e in plain]
-        return hits[op.offset : op.offset + op.limit]  # type: ignore[return-value]
+        hits = [_hit(ns, e, -n) for n, _, _, ns, e in scored]
+        hits += [_hit(ns, e, None) for ns, e in plain]
+        return hits[op.offset : op.offset + op.limit]
 
     def _ranked(
         self,
-        mem: Memory[str, Value],
+        mem: Memory[str, _Value],
         query: tuple[Any, float],
         want: int,
         keep: Callable[[Mapping[str, Any]], bool] | None,
-    ) -> list[tuple[float, Entry[str, Value]]]:
+    ) -> list[tuple[float, Entry[str, _Value]]]:
         """The best ``want`` items of ``mem`` that ``keep`` keeps, each with its number: the best
         cosine of its vectors, plus ``decay_weight`` times its score with a template.
 
@@ -664,7 +732,7 @@ class LetheStore(BaseStore):
             ranked.append((best + decay, entry))
         return ranked
 
-    def _list(self, op: ListNamespacesOp, views: dict[str, Memory[str, Value] | None]) -> list[Namespace]:
+    def _list(self, op: ListNamespacesOp, views: dict[str, Memory[str, _Value] | None]) -> list[_Namespace]:
         found = set()
         for namespace, name in self._namespaces():
             if not all(_matches(c, namespace) for c in op.match_conditions or ()):

@@ -1,0 +1,329 @@
+"""An MCP memory server: a lethe memory kept in a store, served to agents through the Model Context Protocol.
+
+:func:`server` builds a server (the official MCP SDK's ``MCPServer``) over one
+:class:`~lethe.store.Shared` memory, with six tools an LLM calls:
+
+* ``remember(text, importance?, pinned?, ttl?, key?)``: store a memory, get its key back;
+* ``recall(query, k?)``: the memories most relevant to a query, rehearsed (each is
+  strengthened, as remembering something strengthens it: ``Memory.recall``);
+* ``search(query, k?)``: the same hits, without rehearsing them (``Memory.search``);
+* ``forget(key)``: remove one memory;
+* ``top(k?)``: the strongest memories now, whatever they are about (``Memory.top_scored``);
+* ``stats()``: how many memories, how strong, and the memory's configuration.
+
+Every write is one :meth:`~lethe.store.Shared.transact`, so several servers (processes)
+on one store lose nothing; every read first catches up with what the others committed.
+``lethe mcp`` runs one over an SQLite file (``docs/mcp.md``).  It needs the ``mcp``
+extra: ``pip install 'lethe-decay[mcp]'``.
+"""
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Annotated, Any, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+
+from lethe import Entry, Memory, MemoryFullError, __version__
+from lethe._memory.version import snapshot_of
+from lethe.decay._adapter import name_of
+from lethe.store import Shared, StoreError
+
+__all__ = ["Forgotten", "Hit", "INSTRUCTIONS", "Remembered", "Stats", "server"]
+
+_R = TypeVar("_R")
+
+#: What the server tells the model about itself (the ``instructions`` of its initialize result).
+INSTRUCTIONS = (
+    "A long-term memory whose entries fade unless used. Save durable facts, preferences and decisions "
+    "with `remember`; before answering, `recall` what is relevant (recalling strengthens what it "
+    "returns; `search` looks without strengthening). Each memory scores 0..1: it decays with time since "
+    "its last use, slower with higher importance; pinned memories never fade. When the memory is full, "
+    "the weakest memory is evicted to make room."
+)
+
+#: The most hits one call returns.
+MAX_K = 100
+
+
+class Hit(BaseModel):
+    """One memory that recall, search or top returns."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str | int = Field(description="The memory's key (what forget takes).")
+    text: str = Field(description="What was remembered.")
+    score: float = Field(
+        description="recall and search: relevance to the query (0..1) plus a quarter of the memory's "
+        "strength, which ranked it; top: its strength now (0..1)."
+    )
+    pinned: bool = Field(description="Pinned memories never fade and are never evicted.")
+    access_count: int = Field(description="How many times it was recalled since it was remembered.")
+
+
+class Forgotten(BaseModel):
+    """A memory that left: the one forget removed, or one that remember evicted."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str | int = Field(description="Its key.")
+    text: str = Field(description="What it said.")
+
+
+class Remembered(BaseModel):
+    """What remember did."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str | int = Field(description="The memory's key: the one given, or a fresh integer.")
+    replaced: bool = Field(description="Whether a memory with that key was there before (it is replaced).")
+    evicted: list[Forgotten] = Field(
+        description="Memories removed by this write: the weakest when the memory was full, and any past their ttl."
+    )
+
+
+class Stats(BaseModel):
+    """What stats says about the memory."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(description="The memory's name in its store.")
+    version: int = Field(description="How many commits the memory has had (every write is one).")
+    size: int = Field(description="How many memories it holds.")
+    capacity: int = Field(description="The most it holds; a new memory at capacity evicts the weakest.")
+    active: int = Field(description="How many score at least eviction_threshold.")
+    pinned: int = Field(description="How many are pinned.")
+    model: str = Field(description="The decay model (exponential, actr, fsrs, ...; custom for a function).")
+    half_life_seconds: float = Field(
+        description="After this long, an untouched memory of importance 1 scores 0.5 (for the exponential model)."
+    )
+    eviction_threshold: float = Field(description="The score below which a memory counts as faded.")
+    mean_score: float | None = Field(description="The mean score now (null when empty).")
+    median_score: float | None = Field(description="The median score now (null when empty).")
+    oldest: str | None = Field(description="When the oldest memory held was remembered (ISO 8601, UTC).")
+    newest: str | None = Field(description="When the newest memory held was remembered (ISO 8601, UTC).")
+
+
+# The tools' arguments, as the input schemas describe them to the model.
+_Text = Annotated[str, Field(min_length=1, description="What to remember: one self-contained fact, in plain words.")]
+_Importance = Annotated[
+    float,
+    Field(
+        gt=0,
+        allow_inf_nan=False,
+        description="How much it matters, a multiplier on its strength: 1 is normal, 2 stays at full strength "
+        "one half-life longer, 0.5 starts half as strong.",
+    ),
+]
+_Pinned = Annotated[bool, Field(description="Never fade nor evict it (standing rules, identity). Not with ttl.")]
+_Ttl = Annotated[
+    float | None,
+    Field(
+        gt=0,
+        allow_inf_nan=False,
+        description="Seconds until it expires and is gone (e.g. 86400 for a day); leave out to keep it.",
+    ),
+]
+_NewKey = Annotated[
+    StrictStr | StrictInt | None,
+    Field(description="A key to store it under, replacing any memory with that key; leave out for a fresh one."),
+]
+_Key = Annotated[
+    StrictStr | StrictInt, Field(description="The key of the memory, as remember, recall, search or top gave it.")
+]
+_Query = Annotated[str, Field(min_length=1, description="What to look for, in words.")]
+_K = Annotated[int, Field(ge=1, le=MAX_K, description=f"How many memories to return at most (1 to {MAX_K}).")]
+
+
+def _seconds(duration: timedelta | float) -> float:
+    """``duration`` in seconds (a memory keeps its half-life so; its type says either)."""
+    return duration.total_seconds() if isinstance(duration, timedelta) else float(duration)
+
+
+def _key_out(key: Any) -> str | int:
+    """``key`` as a tool returns it: a str or an int as it is, anything else as text."""
+    return key if type(key) in (str, int) else str(key)
+
+
+def _text(entry: Entry[Any, Any]) -> str:
+    """What an entry says: its value when a str, else its search text, else its value's repr."""
+    value = entry.value
+    if isinstance(value, str):
+        return value
+    return entry.text if entry.text is not None else repr(value)
+
+
+def _hit(entry: Entry[Any, Any], score: float) -> Hit:
+    return Hit(
+        key=_key_out(entry.key),
+        text=_text(entry),
+        score=round(score, 6),
+        pinned=entry.pinned,
+        access_count=entry.access_count,
+    )
+
+
+def _gone(entry: Entry[Any, Any]) -> Forgotten:
+    return Forgotten(key=_key_out(entry.key), text=_text(entry))
+
+
+def _held(mem: Memory[Any, Any], key: str | int) -> str | int | None:
+    """The key of ``mem`` that ``key`` names, or None: ``key`` itself, else its other spelling
+    (``"7"`` for the generated key ``7``, or ``7`` for the key ``"7"``), as a model may give either."""
+    if key in mem:
+        return key
+    if isinstance(key, int):
+        other: str | int = str(key)
+    elif key.isascii() and key.isdecimal():
+        other = int(key)
+    else:
+        return None
+    return other if other in mem else None
+
+
+def _checked(what: Callable[[], _R]) -> _R:
+    """``what()``, a lethe call: its ValueError, TypeError or MemoryFullError becomes a
+    :class:`ToolError` (the model reads it), and so does a store that cannot be written."""
+    try:
+        return what()
+    except (ValueError, TypeError, MemoryFullError) as exc:
+        raise ToolError(str(exc)) from None
+    except StoreError as exc:
+        raise ToolError(f"the store cannot be used now: {exc}") from None
+
+
+def server(shared: Shared[Any, Any], *, name: str = "lethe", instructions: str | None = INSTRUCTIONS) -> MCPServer:
+    """An MCP server whose tools read and write ``shared``: ``remember``, ``recall``,
+    ``search``, ``forget``, ``top`` and ``stats`` (see the module's docstring, and
+    ``docs/mcp.md`` for their arguments).
+
+    Each write is one :meth:`~lethe.store.Shared.transact` (it retries on a lost race, so
+    servers in several processes on one store lose nothing); each read first catches up
+    (:meth:`~lethe.store.Shared.current`).  Tools run in worker threads, as the SDK runs
+    plain functions.  Bad arguments (``k`` < 1, an importance <= 0, an unknown key, ...)
+    give tool errors (``isError`` results naming the argument), and the server keeps
+    serving.  Keys are what ``put`` makes (fresh integers) or what ``remember`` is given;
+    values are kept as text, and a value that is not one (a memory written by other code)
+    is shown as its search text or its repr.
+
+    Args:
+        shared: The memory to serve.  Its decay model, capacity and thresholds are its own
+            (stored with it); its ``clock_fn`` says when "now" is.
+        name: The server's name, as clients show it.
+        instructions: What the server tells the model about the memory (default
+            :data:`INSTRUCTIONS`); None for none.
+
+    Returns:
+        The server (not yet serving): ``.run()`` serves it over stdio until the client
+        goes, ``.run("streamable-http", host=..., port=...)`` over HTTP, and
+        ``.streamable_http_app()`` is an ASGI application to mount.
+
+    A tool that fails (a bad argument, a store that cannot be written) answers with a
+    tool error, and the server goes on: nothing is raised to the caller.
+
+    Serving a memory of an SQLite file over stdio, as ``lethe mcp`` does::
+
+        with SQLiteStore("memory.db") as store:
+            server(Shared(store, "memory", Memory(max_entries=1000))).run()
+
+    The tools called directly, in this process (a client calls them through a transport,
+    and gets an error as an ``isError`` result):
+
+    >>> import asyncio
+    >>> from lethe import Memory
+    >>> from lethe.store import InMemoryStore, Shared
+    >>> app = server(Shared(InMemoryStore(), "notes", Memory(max_entries=100)))
+    >>> print(*sorted(tool.name for tool in asyncio.run(app.list_tools())))
+    forget recall remember search stats top
+    >>> asyncio.run(app.call_tool("remember", {"text": "Ada likes green tea"})).structured_content
+    {'key': 0, 'replaced': False, 'evicted': []}
+    >>> hits = asyncio.run(app.call_tool("recall", {"query": "what does Ada drink?"})).structured_content
+    >>> for hit in hits["result"]:
+    ...     print(hit["key"], hit["text"], hit["access_count"])
+    0 Ada likes green tea 1
+    """
+    app: MCPServer = MCPServer(name, instructions=instructions, version=__version__)
+    reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    def current() -> Memory[Any, Any]:
+        return _checked(shared.current)
+
+    @app.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False))
+    def remember(
+        text: _Text,
+        importance: _Importance = 1.0,
+        pinned: _Pinned = False,
+        ttl: _Ttl = None,
+        key: _NewKey = None,
+    ) -> Remembered:
+        """Save one fact, preference or decision to long-term memory; returns its key.
+
+        Memories fade unless recalled; give important ones a higher importance, pin standing
+        rules, and give temporary facts a ttl (seconds). A key replaces the memory under it."""
+        if pinned and ttl is not None:
+            raise ToolError("ttl: a pinned memory never expires; give pinned or ttl, not both")
+
+        def put(mem: Memory[Any, Any]) -> tuple[Memory[Any, Any], Remembered]:
+            held = None if key is None else _held(mem, key)
+            target = held if held is not None else key
+            new = mem.put(text, key=target, importance=importance, pinned=pinned, ttl=ttl)
+            made = snapshot_of(new).next_key - 1 if target is None else target
+            evicted = [_gone(e) for e in new.evicted]
+            return new, Remembered(key=_key_out(made), replaced=held is not None, evicted=evicted)
+
+        return _checked(lambda: shared.transact(put))
+
+    @app.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False))
+    def recall(query: _Query, k: _K = 5) -> list[Hit]:
+        """Find the memories most relevant to a query, best first, and strengthen them (each
+        recall keeps a memory from fading). Use it before answering anything the memory may know."""
+        hits = _checked(lambda: shared.transact(lambda mem: mem.recall(query, k)))
+        return [_hit(entry, number) for entry, number in hits]
+
+    @app.tool(annotations=reading)
+    def search(query: _Query, k: _K = 5) -> list[Hit]:
+        """Find the memories most relevant to a query, best first, without strengthening them."""
+        return [_hit(entry, number) for entry, number in _checked(lambda: current().search(query, k))]
+
+    @app.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False))
+    def forget(key: _Key) -> Forgotten:
+        """Remove the memory with this key for good (when it is wrong or no longer wanted)."""
+
+        def delete(mem: Memory[Any, Any]) -> tuple[Memory[Any, Any], Forgotten]:
+            held = _held(mem, key)
+            if held is None:
+                raise ToolError(f"key: no memory has the key {key!r} (it may have faded, expired or been forgotten)")
+            return mem.delete(held), _gone(mem.peek(held))
+
+        return _checked(lambda: shared.transact(delete))
+
+    @app.tool(annotations=reading)
+    def top(k: _K = 10) -> list[Hit]:
+        """The strongest memories now, whatever they are about, strongest first (score 0..1)."""
+        return [_hit(entry, score) for entry, score in _checked(lambda: current().top_scored(k))]
+
+    @app.tool(annotations=reading)
+    def stats() -> Stats:
+        """How many memories there are, how strong, and how the memory decays and is bounded."""
+        mem = current()
+        summary = mem.stats()
+        model = name_of(mem.decay_fn)
+        return Stats(
+            name=shared.name,
+            version=shared.version,
+            size=summary.size,
+            capacity=mem.max_entries,
+            active=summary.active,
+            pinned=summary.pinned,
+            model=model if model is not None else "custom",
+            half_life_seconds=_seconds(mem.half_life),
+            eviction_threshold=mem.eviction_threshold,
+            mean_score=None if summary.mean_score is None else round(summary.mean_score, 6),
+            median_score=None if summary.median_score is None else round(summary.median_score, 6),
+            oldest=None if summary.oldest_entry is None else summary.oldest_entry.isoformat(),
+            newest=None if summary.newest_entry is None else summary.newest_entry.isoformat(),
+        )
+
+    return app
