@@ -59,7 +59,7 @@ def _answer(items: list[Any]) -> list[tuple[str, str, float | None]]:
     return [(".".join(i.namespace), i.key, None if i.score is None else round(i.score, 5)) for i in items]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.one_of(puts, searches), min_size=2, max_size=30))
 @example(  # an item found by its second text, ranked above one found by its only text
     [
@@ -75,14 +75,25 @@ def _answer(items: list[Any]) -> list[tuple[str, str, float | None]]:
         ("search", ("a",), "red", {"color": "red"}, 1, 0),
     ]
 )
+@example(  # put again unindexed: found by no vector, listed after the ranked ones
+    [
+        ("put", ("a", "b"), "k1", {"text": "red", "color": "red", "n": 0, "note": "note: red"}, None),
+        ("put", ("a", "b"), "k1", {"text": "red", "color": "red", "n": 0, "note": "note: red"}, False),
+        ("search", ("a",), "red", None, 1, 0),
+    ]
+)
 def test_it_answers_as_langgraphs_in_memory_store(steps: list[tuple[Any, ...]]) -> None:
     config: Any = {"dims": EMBED.dims, "embed": EMBED, "fields": ["text"]}
     ours, theirs = LetheStore(index=config), InMemoryStore(index=config)
     for step in steps:
         if step[0] == "put":
             _, namespace, key, value, index = step
-            for store in (ours, theirs):
-                store.batch([PutOp(namespace, key, value, index=index)])
+            ours.batch([PutOp(namespace, key, value, index=index)])
+            # InMemoryStore keeps the vectors of an item's earlier value for the fields a put does
+            # not embed again (index=False included), so a search finds it by what it said before
+            # (LangGraph's bug): here each put replaces the item, vectors and all.
+            theirs.batch([PutOp(namespace, key, None)])  # (one batch would keep only its last put of a key)
+            theirs.batch([PutOp(namespace, key, value, index=index)])
             continue
         _, prefix, query, where, limit, offset = step
         op = SearchOp(prefix, where, limit, offset, query)
