@@ -22,9 +22,10 @@ from datetime import timedelta
 from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from lethe import Entry, Memory, MemoryFullError, __version__
 from lethe._memory.version import snapshot_of
@@ -194,6 +195,30 @@ def _checked(what: Callable[[], _R]) -> _R:
         raise ToolError(f"the store cannot be used now: {exc}") from None
 
 
+def _said(tool: str, invalid: ValidationError) -> str:
+    """A validation error as a model reads it best: each argument, what is wrong, what it got."""
+    parts = []
+    for error in invalid.errors(include_url=False):
+        where = ".".join(str(part) for part in error["loc"]) or "arguments"
+        got = "" if error["type"] == "missing" else f" (got {repr(error.get('input'))[:60]})"
+        parts.append(f"{where}: {error['msg']}{got}")
+    return f"{tool}: " + "; ".join(parts)
+
+
+class _Server(MCPServer):
+    """``MCPServer`` whose tool errors for bad arguments are one plain line per argument."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(_said(name, exc.__cause__)) from exc.__cause__
+            raise
+
+
 def server(shared: Shared[Any, Any], *, name: str = "lethe", instructions: str | None = INSTRUCTIONS) -> MCPServer:
     """An MCP server whose tools read and write ``shared``: ``remember``, ``recall``,
     ``search``, ``forget``, ``top`` and ``stats`` (see the module's docstring, and
@@ -244,7 +269,7 @@ def server(shared: Shared[Any, Any], *, name: str = "lethe", instructions: str |
     ...     print(hit["key"], hit["text"], hit["access_count"])
     0 Ada likes green tea 1
     """
-    app: MCPServer = MCPServer(name, instructions=instructions, version=__version__)
+    app: MCPServer = _Server(name, instructions=instructions, version=__version__)
     reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     def current() -> Memory[Any, Any]:
