@@ -188,6 +188,12 @@ def _checked_filter(filter: Mapping[str, Any] | None) -> Callable[[Mapping[str, 
     return lambda value: all(_satisfies(_at_path(value, k), w) for k, w in pairs)
 
 
+def _minutes(ttl: Any) -> bool:
+    """Whether ``ttl`` is a number of minutes a deadline can be: finite and > 0."""
+    number = _number(ttl)
+    return number is not None and number > 0 and math.isfinite(number)
+
+
 def _iso(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).isoformat()
 
@@ -322,7 +328,7 @@ class LetheStore(BaseStore):
         if _number(weight) is None or not weight >= 0 or math.isinf(weight):
             raise ValueError(f"decay_weight must be a finite number >= 0, got {decay_weight!r}")
         default_ttl = (ttl or {}).get("default_ttl")
-        if default_ttl is not None and not ((_number(default_ttl) or 0) > 0 and math.isfinite(default_ttl)):
+        if default_ttl is not None and not _minutes(default_ttl):
             raise ValueError(f"ttl['default_ttl'] must be None or a number of minutes > 0, got {default_ttl!r}")
         self._engine: Store = InMemoryStore() if store is None else store
         self._owns_engine = store is None
@@ -341,6 +347,7 @@ class LetheStore(BaseStore):
             self.embeddings = ensure_embeddings(index.get("embed"))
             self._fields = [(p, p if p == "$" else tokenize_path(p)) for p in index.get("fields") or ["$"]]
         self._memories: dict[str, Shared[str, _Value]] = {}
+        self._multi: dict[str, tuple[Memory[str, _Value], list[Entry[str, _Value]]]] = {}
         self._lock = threading.Lock()
 
     # -- namespaces ---------------------------------------------------------
@@ -404,7 +411,7 @@ class LetheStore(BaseStore):
                     raise InvalidNamespaceError("Namespace cannot be empty.")
                 if op.value is not None and not isinstance(op.value, Mapping):
                     raise TypeError(f"value must be a dict (a JSON object), got {type(op.value).__name__}")
-                if op.ttl is not None and not ((_number(op.ttl) or 0) > 0 and math.isfinite(op.ttl)):
+                if op.ttl is not None and not _minutes(op.ttl):
                     raise ValueError(f"ttl must be None or a number of minutes > 0, got {op.ttl!r}")
                 # Checked here, before any namespace commits: a batch that fails writes nothing.
                 value = None if op.value is None else _json_value(op.value)
@@ -673,14 +680,15 @@ class LetheStore(BaseStore):
         want = max(op.offset, 0) + max(op.limit, 0)
         scored: list[tuple[float, int, int, _Namespace, Entry[str, _Value]]] = []
         plain: list[tuple[_Namespace, Entry[str, _Value]]] = []
+        listed: list[tuple[float, _Namespace, Entry[str, _Value]]] = []  # without a query, with decay scores
         for rank, (namespace, name) in enumerate(self._namespaces(tuple(op.namespace_prefix))):
             mem = self._view(name, views)
             if mem is None or not len(mem):
                 continue
             if query is None:
-                plain.extend((namespace, e) for e in mem.filter(lambda e: keep is None or keep(e.value)))
+                listed.extend((score, namespace, e) for e, score in mem.scored() if keep is None or keep(e.value))
                 continue
-            for number, entry in self._ranked(mem, query, want, keep):
+            for number, entry in self._ranked(mem, self._several(name, mem), query, want, keep):
                 scored.append((-number, rank, entry.seq, namespace, entry))
             if len(scored) < want:  # LangGraph's stores fill up with the items that have no vector
                 plain.extend(
@@ -688,20 +696,28 @@ class LetheStore(BaseStore):
                 )
         if query is None:
             if self._decaying:  # the most alive first
-                scores = {(ns, e.key): views[_name(ns)].score(e.key) for ns, e in plain}  # type: ignore[union-attr]
-                plain.sort(key=lambda ne: scores[ne[0], ne[1].key], reverse=True)
+                listed.sort(key=lambda sne: sne[0], reverse=True)
             else:  # the latest written first, as LangGraph's SQL stores answer
-                plain.sort(key=lambda ne: _times(ne[1])[1], reverse=True)
-            return [_hit(ns, e, None) for ns, e in plain[op.offset : op.offset + op.limit]]
+                listed.sort(key=lambda sne: _times(sne[2])[1], reverse=True)
+            return [_hit(ns, e, None) for _, ns, e in listed[op.offset : op.offset + op.limit]]
         scored.sort(key=lambda s: s[:3])
         plain.sort(key=lambda ne: ne[1].seq)
         hits = [_hit(ns, e, -n) for n, _, _, ns, e in scored]
         hits += [_hit(ns, e, None) for ns, e in plain]
         return hits[op.offset : op.offset + op.limit]
 
+    def _several(self, name: str, mem: Memory[str, _Value]) -> list[Entry[str, _Value]]:
+        """The items of ``mem`` with more than one vector: a pass over every entry, made once per
+        version of a namespace (searches of an unchanged namespace reuse it)."""
+        seen = self._multi.get(name)
+        if seen is None or seen[0] is not mem:
+            seen = self._multi[name] = (mem, mem.filter(lambda e: _VECTORS in e.metadata))
+        return seen[1]
+
     def _ranked(
         self,
         mem: Memory[str, _Value],
+        more: list[Entry[str, _Value]],
         query: tuple[Any, float],
         want: int,
         keep: Callable[[Mapping[str, Any]], bool] | None,
@@ -712,7 +728,6 @@ class LetheStore(BaseStore):
         ``Memory.search`` ranks by the entry's own (first) vector, which no item's number is
         below; an item with more vectors is ranked by all of them, so the answer is exact."""
         numbers, norm = query
-        more = mem.filter(lambda e: _VECTORS in e.metadata)
         k = max(want, 1)
         while True:
             hits = mem.search(numbers, k, decay_weight=self._decay_weight, min_relevance=-1.0)
@@ -749,6 +764,7 @@ class LetheStore(BaseStore):
         """Close the namespaces' memories (and the engine, when this store made it)."""
         with self._lock:
             memories, self._memories = list(self._memories.values()), {}
+            self._multi.clear()
         for shared in memories:
             shared.close()
         if self._owns_engine:
