@@ -183,28 +183,128 @@ def run_commit(
     setup = SizeSetup(n)
     setup.cases = [Case("plain.put", "plain", ops, plain_put, "Memory.put of a new key at capacity (chained)")]
     opened: list[Store] = []
+    closing: list[Callable[[], None]] = []
+    sent: dict[str, int] = {}
     try:
         for label, engine in engines.items():
             # Its own clock, never rewound: a shared memory moves on from sample to sample.
             clock_s = ManualClock(built_at, step=STEP)
             name = f"commit-{n}"
             create(engine, name, base.configure(clock_fn=clock_s))
+            text = commit_text(engine, name, sb._template(n, clock_s))
+            sent[label] = len(text.encode())
             store = engine.open()  # opened again, as a running process finds it
             opened.append(store)
             sh: Shared[Any, Any] = Shared(store, name, sb._template(n, clock_s))
             setup.cases.append(
                 Case(f"shared.put.{label}", "shared", ops, sb.put_sampler(sh, ops, "s"), f"update(put) on {label}")
             )
+            write, close = raw_writer(engine, text)
+            closing.append(close)
+            setup.cases.append(
+                Case(f"raw.write.{label}", "raw", ops, partial(write, ops), f"the same bytes written raw on {label}")
+            )
         cases = suite.run_size(setup, rounds, warmup=warmup, progress=progress)
     finally:
         for store in opened:
             store.close()
+        for close in closing:
+            close()
     return {
         "n": n,
         "ops": ops,
         "cases": cases,
+        "bytes_per_commit": sent,
         "overhead": {label: sb.overhead(cases, f"shared.put.{label}", "plain.put") for label in engines},
+        "floor": {label: sb.overhead(cases, f"shared.put.{label}", f"raw.write.{label}") for label in engines},
     }
+
+
+class _Recording:
+    """A store that keeps the text its last commit sent: its log record, head and rows."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.sent = ""
+
+    def append(
+        self,
+        name: str,
+        version: int,
+        record: str,
+        head: str,
+        written: Sequence[tuple[int, str]],
+        removed: Sequence[int],
+        config: str | None = None,
+        parent: str | None = None,
+    ) -> bool:
+        self.sent = record + head + "".join(row for _, row in written)
+        return self._store.append(name, version, record, head, written, removed, config, parent)
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._store, attr)
+
+
+def commit_text(engine: Engine, name: str, template: Memory[Any, Any]) -> str:
+    """The text one commit of a put sends to ``name`` on ``engine``, made by committing one."""
+    store = engine.open()
+    try:
+        recording = _Recording(store)
+        sh: Shared[Any, Any] = Shared(recording, name, template)
+        sh.update(partial(sb._put, k="floor-probe"))
+        return recording.sent
+    finally:
+        store.close()
+
+
+def raw_writer(engine: Engine, text: str) -> tuple[Callable[[int], int], Callable[[], None]]:
+    """The floor of a commit on ``engine``: a function timing ``count`` writes of ``text`` as one
+    row, each its own transaction (SQLite: an ``INSERT ... ON CONFLICT DO UPDATE`` on a
+    connection set as the store sets its own; Redis: one ``EVALSHA`` of a script that sets a key;
+    PostgreSQL: one ``INSERT ... ON CONFLICT DO UPDATE``), and one closing what it opened."""
+    target = engine.open.args[0]  # type: ignore[attr-defined]
+    upsert = "INSERT INTO floor (k, v) VALUES (1, {0}) ON CONFLICT (k) DO UPDATE SET v = excluded.v"
+    if engine.label.startswith("sqlite"):
+        conn = sqlite3.connect(str(target) + "-floor", isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={'FULL' if engine.info.get('durable') else 'NORMAL'}")
+        conn.execute("CREATE TABLE IF NOT EXISTS floor (k INTEGER PRIMARY KEY, v TEXT NOT NULL)")
+        statement = upsert.format("?")
+
+        def write(count: int) -> int:
+            t0 = _now_ns()
+            for _ in range(count):
+                conn.execute(statement, (text,))
+            return _now_ns() - t0
+
+        return write, conn.close
+    if engine.label.startswith("redis"):
+        import redis
+
+        client = redis.Redis.from_url(target)
+        script = client.register_script("return redis.call('SET', KEYS[1], ARGV[1])")
+        script(keys=["lethe-floor"], args=[text])  # loaded once, as the store's scripts are
+
+        def write_redis(count: int) -> int:
+            t0 = _now_ns()
+            for _ in range(count):
+                script(keys=["lethe-floor"], args=[text])
+            return _now_ns() - t0
+
+        return write_redis, client.close
+    import psycopg
+
+    pg = psycopg.connect(target, autocommit=True)
+    pg.execute("CREATE TABLE IF NOT EXISTS floor (k INTEGER PRIMARY KEY, v TEXT NOT NULL)")
+    statement = upsert.format("%s")
+
+    def write_pg(count: int) -> int:
+        t0 = _now_ns()
+        for _ in range(count):
+            pg.execute(statement, (text,))
+        return _now_ns() - t0
+
+    return write_pg, pg.close
 
 
 # -- 2: several writer processes -----------------------------------------------------
@@ -252,9 +352,11 @@ class _Stamped:
         head: str,
         written: Sequence[tuple[int, str]],
         removed: Sequence[int],
+        config: str | None = None,
+        parent: str | None = None,
     ) -> bool:
         called = time.monotonic_ns()
-        done = self._store.append(name, version, record, head, written, removed)
+        done = self._store.append(name, version, record, head, written, removed, config, parent)
         if done:
             self.committed[version] = time.monotonic_ns()
             self.called[version] = called
@@ -592,11 +694,28 @@ def engines_table(result: dict[str, Any]) -> str:
 
 
 def commit_table(c: dict[str, Any]) -> str:
-    rows = [["plain `Memory.put`", spread_ns(c["cases"]["plain.put"]), "—"]]
+    rows = [["plain `Memory.put`", spread_ns(c["cases"]["plain.put"]), "—", "—", "—"]]
     for label, o in c["overhead"].items():
         overhead = f"{fmt_ns(o['overhead_ns'])} ({fmt_ns(o['overhead_min_ns'])} to {fmt_ns(o['overhead_max_ns'])})"
-        rows.append([label, spread_ns(c["cases"][f"shared.put.{label}"]), overhead])
-    return table(["one writer", "per commit: median (min to max)", "overhead over plain (paired min to max)"], rows)
+        floor = c.get("floor", {}).get(label)
+        raw = c["cases"].get(f"raw.write.{label}")
+        rows.append(
+            [
+                label,
+                spread_ns(c["cases"][f"shared.put.{label}"]),
+                overhead,
+                "—" if raw is None else spread_ns(raw),
+                "—" if floor is None else f"{floor['ratio']:.2f}x",
+            ]
+        )
+    headers = [
+        "one writer",
+        "per commit: median (min to max)",
+        "overhead over plain (paired min to max)",
+        "the same bytes written raw",
+        "commit / raw",
+    ]
+    return table(headers, rows)
 
 
 def spread_ns(case: dict[str, Any]) -> str:

@@ -16,7 +16,9 @@ to choose where; only the public API of ``lethe.store`` is used):
    and of ``shared.transact(lambda m: m.get(k))`` (a rehearsal), against the
    same operation chained on a plain ``Memory`` of the same entries,
    interleaved in the same rounds; the overhead is the difference of the
-   medians.  ``shared.put.durable`` is the put on ``SQLiteStore(path, durable=True)``.
+   medians.  ``shared.put.durable`` is the put on ``SQLiteStore(path, durable=True)``;
+   ``shared.fold`` is another writer's commit of the same put folded into a
+   replica by ``current()`` (per commit; against ``shared.put``, making one).
 2. **writers**: 1, 2 and 4 processes (``multiprocessing`` spawn) commit K puts
    each into one memory at capacity, from a barrier to the last commit; the
    final version must equal the number of commits.
@@ -192,6 +194,28 @@ def commit_setup(n: int, workdir: Path, ops: int, durable_ops: int, rng: random.
 
         return run_
 
+    def shared_fold() -> Callable[[], int]:
+        # Another writer's commits folded into a replica: the writer commits (untimed), then the
+        # follower's current() reads and applies them.  Fewer than a checkpoint interval (256) a
+        # sample, so the follower folds the log and never reloads the current entries.
+        writer = shared("fold")
+        store = SQLiteStore(workdir / f"commit-{n}-fold.db")
+        opened.append(store)
+        follower = Shared(store, NAME, _template(n, ManualClock(built_at, step=STEP)), max_clock_skew=None)
+        made = [0]
+
+        def run_() -> int:
+            start = made[0]
+            made[0] = start + fold_ops
+            for i in range(start, start + fold_ops):
+                writer.update(partial(_put, k=f"f{i}"))
+            t0 = _now_ns()
+            follower.current()
+            return _now_ns() - t0
+
+        return run_
+
+    fold_ops = min(ops, 200)
     setup = SizeSetup(n)
     setup.cases = [
         Case("plain.put", "plain", ops, plain_put, "Memory.put of a new key at capacity (chained)"),
@@ -205,6 +229,7 @@ def commit_setup(n: int, workdir: Path, ops: int, durable_ops: int, rng: random.
         ),
         Case("plain.get", "plain", ops, plain_get, "Memory.get of a present key (chained)"),
         Case("shared.get", "shared", ops, shared_get(shared("get")), "transact(get), default store"),
+        Case("shared.fold", "shared", fold_ops, shared_fold(), "another writer's update(put) folded by current()"),
     ]
     return setup, opened
 
@@ -217,6 +242,7 @@ def overheads(cases: dict[str, Any]) -> dict[str, dict[str, Any]]:
         ("get", "shared.get", "plain.get"),
         ("put.durable", "shared.put.durable", "plain.put"),
         ("durable vs default", "shared.put.durable", "shared.put"),
+        ("fold vs commit", "shared.fold", "shared.put"),
     ):
         out[label] = overhead(cases, shared, plain)
     return out

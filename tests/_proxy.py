@@ -10,6 +10,10 @@ cuts the next message that contains it:
 * ``"request"``: the message is swallowed and the client's connection is cut
   before the server gets it.
 
+:attr:`Proxy.round_trips` counts the exchanges: each time a client sends after its
+server answered (or sends first), one more, whatever the number of reads a message
+takes on its way.
+
 The server's side of a cut connection is closed at once, or with
 ``hold_server=True`` kept open until the proxy closes (a server that does
 not notice its client is gone).  :meth:`Proxy.hold` stalls what clients
@@ -40,6 +44,7 @@ class _Link:
     server: socket.socket
     swallow: _Armed | None = None  # set: the server's next reply is swallowed, then the client cut
     tail: bytes = b""  # the end of what the client sent last, for a marker split across reads
+    answered: bool = True  # the server spoke since the client last did: its next message starts a round trip
     closed: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -61,6 +66,7 @@ class Proxy:
         self.cuts = 0  #: exchanges cut so far
         self.cut = threading.Event()  #: set at each cut (clear it to wait for the next)
         self.seen: dict[bytes, int] = {}  #: how many client messages contained each marker armed so far
+        self.round_trips = 0  #: client messages sent after their server answered, every connection together
         threading.Thread(target=self._accept, daemon=True).start()
 
     # -- control ----------------------------------------------------------
@@ -162,6 +168,10 @@ class Proxy:
                 self._close(link, server=True)
                 return
             self._gate.wait()
+            with self._lock:
+                if link.answered:
+                    link.answered = False
+                    self.round_trips += 1
             armed = self._trigger(link, data)
             if armed is not None and armed.mode == "request":
                 self._cut(link, armed)
@@ -187,6 +197,8 @@ class Proxy:
             if link.swallow is not None:
                 self._cut(link, link.swallow)
                 return
+            with self._lock:
+                link.answered = True
             try:
                 link.client.sendall(data)
             except OSError:

@@ -81,6 +81,10 @@ def test_commit_section(result: dict, engine: str) -> None:
     row = c["overhead"][engine]
     assert (row["numerator"], row["denominator"]) == (f"shared.put.{engine}", "plain.put")
     assert row["ratio"] > 0
+    floor = c["floor"][engine]  # the same bytes written raw, in the same rounds
+    assert (floor["numerator"], floor["denominator"]) == (f"shared.put.{engine}", f"raw.write.{engine}")
+    assert c["cases"][f"raw.write.{engine}"]["ops"] == 3
+    assert c["bytes_per_commit"][engine] > 100
 
 
 def test_writers_section_loses_nothing(result: dict, engine: str) -> None:

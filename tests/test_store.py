@@ -737,3 +737,17 @@ def test_the_engine_guard_sees_the_engines() -> None:
     assert {"sqlite", "postgres", "redis"} <= set(DURABLE_ENGINES)
     assert "memory" not in DURABLE_ENGINES
     assert sorted(SERVER_ENGINES + LOCAL_ENGINES) == sorted(ENGINES)
+
+
+def test_a_commit_goes_in_only_on_the_head_it_was_made_on(store: Store) -> None:
+    store.open("bot", "{}", "[0,0,null]", [])
+    first = '{"head":[1,1,null],"written":[],"removed":[],"evicted":[]}'
+    assert store.append("bot", 1, first, "[1,1,null]", [(0, "row")], [], None, "[0,0,null]")
+    second = '{"head":[2,2,null],"written":[],"removed":[],"evicted":[]}'
+    # Version 1 is the latest, but its head is not the one this commit was made on: nothing written.
+    assert not store.append("bot", 2, second, "[2,2,null]", [(1, "other")], [0], None, "[1,1,0]")
+    assert store.load("bot") == (1, "[1,1,null]", [(0, "row")])
+    assert [v for v, _ in store.read("bot", 0)] == [1]
+    assert store.append("bot", 2, second, "[2,2,null]", [(1, "other")], [0], None, "[1,1,null]")
+    assert store.load("bot") == (2, "[2,2,null]", [(1, "other")])
+    store.close()

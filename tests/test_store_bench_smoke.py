@@ -45,8 +45,9 @@ def _check_cases(cases: dict, names: set[str]) -> None:
 
 def test_commit_section(result: dict) -> None:
     at = result["commit"][str(N)]
-    _check_cases(at["cases"], {"plain.put", "shared.put", "shared.put.durable", "plain.get", "shared.get"})
-    assert set(at["overhead"]) == {"put", "get", "put.durable", "durable vs default"}
+    names = {"plain.put", "shared.put", "shared.put.durable", "plain.get", "shared.get", "shared.fold"}
+    _check_cases(at["cases"], names)
+    assert set(at["overhead"]) == {"put", "get", "put.durable", "durable vs default", "fold vs commit"}
     for row in at["overhead"].values():
         assert set(row) >= {"numerator", "denominator", "overhead_ns", "overhead_min_ns", "overhead_max_ns", "ratio"}
         assert row["ratio"] > 0

@@ -277,6 +277,7 @@ class ReadOnly:
         written: Sequence[tuple[int, str]],
         removed: Sequence[int],
         config: str | None = None,
+        parent: str | None = None,
     ) -> bool:
         """Refused: a commit."""
         raise self._refused(f"commits nothing to {name!r}")

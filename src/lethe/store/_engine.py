@@ -142,9 +142,16 @@ class Store(Protocol):
         written: Sequence[tuple[int, str]],
         removed: Sequence[int],
         config: str | None = None,
+        parent: str | None = None,
     ) -> bool:
-        """Commit ``version`` if the latest version of ``name`` is ``version - 1``; return
-        whether it was committed (False: someone got there first, nothing is written).
+        """Commit ``version`` if the latest version of ``name`` is ``version - 1`` (and, when
+        ``parent`` is not None, its head is exactly the text ``parent``); return whether it was
+        committed (False: someone got there first, nothing is written).
+
+        ``parent`` is the head of ``version - 1`` as the writer holds it: with it a
+        writer commits without reading first (one round trip), and a store whose
+        history went back and came forward again to ``version - 1`` by other
+        commits is not written over.
 
         Committing adds ``record`` to the log, sets the head, deletes the rows
         whose put orders are in ``removed``, then writes the ``(seq, row)``

@@ -79,11 +79,12 @@ class InMemoryStore:
         written: Sequence[tuple[int, str]],
         removed: Sequence[int],
         config: str | None = None,
+        parent: str | None = None,
     ) -> bool:
         """See :meth:`lethe.store.Store.append`."""
         with self._lock:
             named = self._names[name]
-            if named.version != version - 1:
+            if named.version != version - 1 or (parent is not None and named.head != parent):
                 return False
             named.log[version] = record
             if config is not None:

@@ -74,7 +74,10 @@ WITH latest AS (
     INSERT INTO {log} (name, version, head, record, op)
     SELECT %(name)s, %(version)s, %(head)s, %(record)s, %(op)s
     FROM latest, (SELECT pg_notify(%(channel)s, md5(%(name)s))) AS notified
-    WHERE latest.version = %(version)s - 1
+    WHERE latest.version = %(version)s - 1 AND (%(parent)s::text IS NULL OR %(parent)s::text = coalesce(
+        (SELECT head FROM {log} WHERE name = %(name)s AND version = %(version)s - 1),
+        (SELECT head FROM {checkpoints} WHERE name = %(name)s AND version = %(version)s - 1)
+    ))
     RETURNING version
 ), gone AS (
     DELETE FROM {entries}
@@ -381,6 +384,7 @@ class PostgresStore:
         written: Sequence[tuple[int, str]],
         removed: Sequence[int],
         config: str | None = None,
+        parent: str | None = None,
     ) -> bool:
         """See :meth:`lethe.store.Store.append`; the class docstring tells how a lost reply is resolved."""
         if version > MAX_INT:  # the latest version read was the last a BIGINT holds: nothing is sent
@@ -396,6 +400,7 @@ class PostgresStore:
             "channel": _CHANNEL,
             "removed": list(removed),
             "config": config,
+            "parent": parent,
         }
 
         seqs, rows = [seq for seq, _ in written], [row for _, row in written]

@@ -401,6 +401,15 @@ def tip_of(text: str) -> str | None:
     return tip if _TIP.fullmatch(tip) else None
 
 
+def head_of(text: str) -> str | None:
+    """The head a record carries, exactly as :func:`record` wrote it (the head text the
+    engine keeps for its version), read without parsing the rest (None: a record without a
+    tip, or not one :func:`record` wrote)."""
+    if tip_of(text) is None:
+        return None
+    return text[8 : text.find("]") + 1]
+
+
 def is_tip(text: str) -> bool:
     """Whether ``text`` is a version id as :func:`new_tip` makes one."""
     return _TIP.fullmatch(text) is not None

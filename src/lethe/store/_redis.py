@@ -130,8 +130,8 @@ redis.call('ZADD', KEYS[7], 0, 0)
 return ARGV[1]
 """
 
-# ARGV: version, record, head, operation id, the new configuration (empty: unchanged), number
-# removed, removed seqs..., seq, row pairs.
+# ARGV: version, record, head, operation id, the new configuration (empty: unchanged), the head
+# the commit was made on (empty: not checked), number removed, removed seqs..., seq, row pairs.
 # Returns 1 (committed now, or by this same operation before its reply was lost), 0 (lost the
 # race: nothing written), 2 (the version is taken and compacted away with its operation id:
 # whether it is this operation's cannot be told) or -1 (no such memory).  An operation writes
@@ -149,14 +149,15 @@ if latest ~= wanted - 1 then
     if not op then return 2 end
     return 0
 end
+if ARGV[6] ~= '' and redis.call('GET', KEYS[3]) ~= ARGV[6] then return 0 end
 redis.call('SET', KEYS[2], ARGV[1])
 redis.call('SET', KEYS[3], ARGV[3])
 redis.call('HSET', KEYS[4], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[5], ARGV[1], ARGV[4])
 if ARGV[5] ~= '' then redis.call('SET', KEYS[1], ARGV[5]) end
-local removed = tonumber(ARGV[6])
-for i = 7, 6 + removed do redis.call('HDEL', KEYS[6], ARGV[i]) end
-for i = 7 + removed, #ARGV, 2 do redis.call('HSET', KEYS[6], ARGV[i], ARGV[i + 1]) end
+local removed = tonumber(ARGV[7])
+for i = 8, 7 + removed do redis.call('HDEL', KEYS[6], ARGV[i]) end
+for i = 8 + removed, #ARGV, 2 do redis.call('HSET', KEYS[6], ARGV[i], ARGV[i + 1]) end
 redis.call('XADD', KEYS[9], 'MAXLEN', '~', 64, '*', 'v', ARGV[1])
 return 1
 """
@@ -645,13 +646,15 @@ class RedisStore:
         written: Sequence[tuple[int, str]],
         removed: Sequence[int],
         config: str | None = None,
+        parent: str | None = None,
     ) -> bool:
         """See :meth:`lethe.store.Store.append`; the class docstring tells how a lost reply is resolved."""
         if version > _MAX_VERSION:  # the latest version read was the last the scripts read: nothing is sent
             raise StoreError(f"{name!r}: the store is damaged: its latest version is {version - 1}, the last it keeps")
         operation = secrets.token_hex(8)
         pairs = [part for seq, row in written for part in (seq, row)]
-        keys, args = self._keys(name), [version, record, head, operation, config or "", len(removed), *removed, *pairs]
+        keys = self._keys(name)
+        args = [version, record, head, operation, config or "", parent or "", len(removed), *removed, *pairs]
         sends = 0
 
         def send() -> Any:

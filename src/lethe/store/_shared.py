@@ -292,6 +292,11 @@ class Shared(Generic[K, V]):
         self._lock = threading.RLock()
         self._closed = False
         self._version, self._tip = 0, None
+        # The head of this replica's version, exactly as stored (None: not known), and whether the
+        # last look at the store found no one else's commit: then a write sends its commit at once,
+        # the head it was made on its compare-and-swap, without reading first (one round trip).
+        self._head_text: str | None = None
+        self._fresh = False
         self._created: str | None = None  # the id the name got when it was created (older stores: none)
         mine = _config_document(self._config)
         try:
@@ -309,7 +314,7 @@ class Shared(Generic[K, V]):
                     TemplateIgnored,
                     stacklevel=2,
                 )
-        self._version, self._replica, self._tip = self._loaded(self._config, stored)
+        self._version, self._replica, self._tip, self._head_text = self._loaded(self._config, stored)
         # When the store last checkpointed is not known here: the first commit of this object
         # past one interval asks it (the store compacts only when its own gap is that wide), so
         # objects that each commit less than an interval still keep the log bounded.
@@ -416,8 +421,11 @@ class Shared(Generic[K, V]):
             raise StoreError(f"{self._name!r}: the stored configuration's creation id is {created!r}")
         return doc
 
-    def _loaded(self, config: Config | None = None, stored: str | None = None) -> tuple[int, Memory[K, V], str | None]:
-        """The current state, read from the store's current entries (no log to replay), under
+    def _loaded(
+        self, config: Config | None = None, stored: str | None = None
+    ) -> tuple[int, Memory[K, V], str | None, str]:
+        """The current state ``(version, memory, tip, head)``, read from the store's current
+        entries (no log to replay), under
         the stored configuration (``stored``, when just read), which this object then follows;
         with ``config``, the stored configuration must be that one (``ValueError`` otherwise).
 
@@ -455,7 +463,7 @@ class Shared(Generic[K, V]):
                 if wanted is not self._config:
                     self._follow(wanted)
                 self._created = doc.get("created")
-                return version, *state
+                return version, *state, head
         raise StoreError(f"{self._name!r}: the stored configuration changed {_RELOADS} times while it was read")
 
     def _readable(self, doc: dict[str, Any]) -> None:
@@ -504,9 +512,10 @@ class Shared(Generic[K, V]):
             raise StoreError(f"{self._name!r}: log record {version} cannot be read: {exc}") from None
 
     def _folded(
-        self, version: int, mem: Memory[K, V], tip: str | None, rows: list[tuple[int, str]] | Any
-    ) -> tuple[int, Memory[K, V], str | None]:
-        """``mem`` (at ``version``, whose tip is ``tip``) with the log ``rows`` applied.
+        self, version: int, mem: Memory[K, V], tip: str | None, rows: list[tuple[int, str]] | Any, head: str | None
+    ) -> tuple[int, Memory[K, V], str | None, str | None]:
+        """``mem`` (at ``version``, whose tip is ``tip`` and head ``head``) with the log ``rows``
+        applied: ``(version, memory, tip, head)``.
 
         Raises:
             _Diverged: a record was made on another version than the one folded so far.
@@ -539,13 +548,13 @@ class Shared(Generic[K, V]):
                     mem = applied(mem, change)
                 except KeyError as exc:
                     raise StoreError(f"{self._name!r}: log record {v} removes a key not held: {exc}") from None
-            version, tip = v, new_tip
-        return version, mem, tip
+            version, tip, head = v, new_tip, _records.head_of(record)
+        return version, mem, tip, head
 
-    def _caught_up(self, version: int, mem: Memory[K, V], tip: str | None) -> None:
-        """Make ``mem`` (at ``version``, whose tip is ``tip``) the replica, and follow its
-        configuration when a record changed it."""
-        self._version, self._replica, self._tip = version, mem, tip
+    def _caught_up(self, version: int, mem: Memory[K, V], tip: str | None, head: str | None) -> None:
+        """Make ``mem`` (at ``version``, whose tip is ``tip`` and head ``head``) the replica, and
+        follow its configuration when a record changed it."""
+        self._version, self._replica, self._tip, self._head_text = version, mem, tip, head
         if config_of(mem) is not self._config:
             self._follow(config_of(mem))
 
@@ -577,18 +586,19 @@ class Shared(Generic[K, V]):
                     if found != tip:
                         raise _Diverged(version)
                     rows = rows[1:]
+            self._fresh = not rows
             if rows and rows[0][0] != version + 1:
                 # Compacted past this replica: start again from the current entries, and again
                 # if other writers compacted past those too before their log was read.
                 for _ in range(_RELOADS):
-                    version, mem, tip = self._loaded()
+                    version, mem, tip, head = self._loaded()
                     rows = self._call(self._store.read, version)
                     if not rows or rows[0][0] == version + 1:
                         break
-                self._caught_up(*self._folded(version, mem, tip, rows))
+                self._caught_up(*self._folded(version, mem, tip, rows, head))
                 self._check_clock()
                 return
-            self._caught_up(*self._folded(version, self._replica, tip, rows))
+            self._caught_up(*self._folded(version, self._replica, tip, rows, self._head_text))
         except _Diverged:
             self._rejoin()
         if rows:
@@ -625,7 +635,7 @@ class Shared(Generic[K, V]):
             StoreError: always, naming the version seen and the version the store holds.
         """
         seen = self._version
-        self._version, self._replica, self._tip = self._loaded()
+        self._version, self._replica, self._tip, self._head_text = self._loaded()
         self._checkpointed = min(self._checkpointed, self._version)
         raise StoreError(
             f"{self._name!r}: the store's history went back: this replica saw version {seen}, and the "
@@ -725,7 +735,7 @@ class Shared(Generic[K, V]):
             rows = self._call(self._store.read, base)
             mem, tip = self._restored(f"checkpoint {base}", head, stored, self._config_before(rows))
         try:
-            found, mem, _ = self._folded(base, mem, tip, [(v, r) for v, r in rows if v <= version])
+            found, mem, _, _ = self._folded(base, mem, tip, [(v, r) for v, r in rows if v <= version], head)
         except _Diverged as exc:
             made = exc.version + 1
             raise StoreError(f"{self._name!r}: log record {made} was not made on version {exc.version}") from None
@@ -830,19 +840,33 @@ class Shared(Generic[K, V]):
             with self._write() as outer:
                 running = _writing()[(id(self._store), self._name)] if outer is None else None
                 writing_runs = 0  # runs of fn that wrote to this memory through another object
-                self._catch_up()
+                # Alone on the memory lately: send the commit without reading first (a lost race
+                # reads what it missed); among other writers, read first (fn runs once).
+                unread = self._fresh and self._head_text is not None
+                if not unread:
+                    self._catch_up()
                 while True:
-                    base, version, tip = self._replica, self._version, self._tip
+                    base, version, tip, head = self._replica, self._version, self._tip, self._head_text
                     runner = rehooked(base, self._run_config, ())
                     self._attempt.clear()
                     before = 0 if running is None else running.commits
-                    out = fn(runner)
+                    try:
+                        out = fn(runner)
+                    except Exception:
+                        if not (unread and self._newer(version)):
+                            raise
+                        unread = False  # it failed on what was not the latest: again on that
+                        continue
                     if not (isinstance(out, tuple) and len(out) == 2):
                         raise TypeError(f"fn must return a (Memory, result) pair, got {type(out).__name__}")
                     new, result = out
                     if cancel is not None and cancel.requested.is_set():
                         raise _Stopped
-                    committed = self._commit(base, version, tip, runner, new)
+                    committed = self._commit(base, version, tip, runner, new, parent=head)
+                    if committed is True and unread and self._newer(version):
+                        unread = False  # nothing to commit, on what was not the latest: again on that
+                        continue
+                    unread = False
                     if committed is not False:
                         break
                     if running is not None and running.commits > before:
@@ -865,6 +889,12 @@ class Shared(Generic[K, V]):
                 # Outside the write: on_evict may write to this memory again.
                 self._report(committed)
             return result
+
+    def _newer(self, version: int) -> bool:
+        """Catch up; whether that found versions after ``version`` (what a run of ``fn`` on a
+        replica not read first saw was then not the latest)."""
+        self._catch_up()
+        return self._version != version
 
     @contextmanager
     def _write(self) -> Iterator[_Running | None]:
@@ -899,6 +929,10 @@ class Shared(Generic[K, V]):
         seen = self._version
         self._catch_up()
         if self._version == seen:
+            # Nothing missed, and the history is the one seen: the store's head of this version is
+            # not the one the commit was made on (another client wrote it), or the commit never
+            # arrived.  The next commit is sent without the head (after a read, as here).
+            self._head_text = None
             self._stalled(seen, self._call(self._store.wait, seen, 0.0))
 
     def _stalled(self, seen: int, latest: int) -> None:
@@ -993,7 +1027,7 @@ class Shared(Generic[K, V]):
         with self._write() as outer:
             self._catch_up()
             while True:
-                base, version, tip = self._replica, self._version, self._tip
+                base, version, tip, parent = self._replica, self._version, self._tip, self._head_text
                 new = base.configure(**changes)
                 doc, was = _config_document(config_of(new)), _config_document(config_of(base))
                 if _mismatch(doc, was) is None:
@@ -1009,11 +1043,11 @@ class Shared(Generic[K, V]):
                 record = _records.record(head, tip, rows, (), (), config=text, was=_records.dumps(was))
                 # Store.append's arguments by position, as the engine protocol takes them (a store, or a
                 # wrapper around one, may take them by position only): a commit, the store's hot path.
-                if self._call(self._store.append, version + 1, record, head, written, (), text):
+                if self._call(self._store.append, version + 1, record, head, written, (), text, parent):
                     if doc["decay_fn"].get("name") == CUSTOM:
                         self._template_fn = fn  # this process has it now: it follows a change back to it
                     self._follow(config_of(new))
-                    self._version, self._replica, self._tip = version + 1, new, new_tip
+                    self._version, self._replica, self._tip, self._head_text = version + 1, new, new_tip, head
                     self._maybe_checkpoint()
                     if outer is not None:
                         outer.commits += 1
@@ -1021,10 +1055,18 @@ class Shared(Generic[K, V]):
                 self._lost()
 
     def _commit(
-        self, base: Memory[K, V], version: int, tip: str | None, runner: Memory[K, V], new: object
+        self,
+        base: Memory[K, V],
+        version: int,
+        tip: str | None,
+        runner: Memory[K, V],
+        new: object,
+        *,
+        parent: str | None,
     ) -> Memory[K, V] | bool:
-        """Append what turns ``base`` (at ``version``, whose tip is ``tip``) into ``new``: the
-        committed memory, True when there was nothing to commit, False when it did not go in."""
+        """Append what turns ``base`` (at ``version``, whose tip is ``tip`` and head ``parent``)
+        into ``new``: the committed memory, True when there was nothing to commit, False when
+        it did not go in."""
         if not isinstance(new, Memory) or config_of(new) is not config_of(runner):
             what = type(new).__name__ if not isinstance(new, Memory) else "a Memory with another configuration"
             raise TypeError(f"fn must return a Memory made from the one it was given, got {what}")
@@ -1048,10 +1090,10 @@ class Shared(Generic[K, V]):
         record = _records.record(head, tip, (r for _, r in written), change.removed, evicted)
         version += 1
         # Store.append's arguments by position, as the engine protocol takes them (see configure).
-        if not self._call(self._store.append, version, record, head, written, removed):
+        if not self._call(self._store.append, version, record, head, written, removed, None, parent):
             return False
         committed: Memory[K, V] = rehooked(new, config_of(base), change.evicted)
-        self._version, self._replica, self._tip = version, committed, new_tip
+        self._version, self._replica, self._tip, self._head_text = version, committed, new_tip, head
         self._maybe_checkpoint()
         return committed
 

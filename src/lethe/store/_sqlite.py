@@ -389,6 +389,7 @@ class SQLiteStore:
         written: Sequence[tuple[int, str]],
         removed: Sequence[int],
         config: str | None = None,
+        parent: str | None = None,
     ) -> bool:
         """See :meth:`lethe.store.Store.append`."""
         with self._lock, self._reporting():
@@ -396,8 +397,8 @@ class SQLiteStore:
             self._refuse_writes()
             with _writing(conn, self.timeout):
                 # The compare-and-swap: the record goes in at exactly the version after the latest.
-                latest, _ = self._sql.head(conn, name)
-                if latest != version - 1:
+                latest, held = self._sql.head(conn, name)
+                if latest != version - 1 or (parent is not None and held != parent):
                     return False  # another writer got there first (nothing written)
                 if version > MAX_INT:
                     raise self._sql.damaged(name, f"its latest version is {latest}, the last one SQLite keeps")
