@@ -429,9 +429,19 @@ class RedisStore:
                 ("drop", _DROP),
             )
         }
-        self._run(self._client.ping)
+        self._run(self._load_scripts)
         if not allow_eviction:
             self._check_policy()
+
+    def _load_scripts(self) -> Any:
+        """Load the scripts into the server's cache, in one round trip (this is also the check
+        that the server answers): each call then runs as one ``EVALSHA``, where the first call of
+        each would find it missing, load it and send it again (three round trips).  A server that
+        restarted since has forgotten them: a call loads its script again then."""
+        pipe = self._client.pipeline(transaction=False)
+        for script in self._scripts.values():
+            pipe.script_load(script.script)
+        return pipe.execute()
 
     def _check_policy(self) -> None:
         """Refuse a server whose ``maxmemory-policy`` (in ``INFO memory``) evicts any key."""
