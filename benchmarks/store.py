@@ -294,13 +294,14 @@ def _writer(
     start: datetime,
     barrier: Any,
     results: Any,
+    locking: bool = True,
 ) -> None:
     """One writer process: open the memory, wait for the others, commit ``count`` puts, report."""
     clock = ManualClock(start, step=STEP)
     attempts = [0]
     store = open_store()
     try:
-        sh: Shared[Any, Any] = Shared(store, name, _template(size, clock))
+        sh: Shared[Any, Any] = Shared(store, name, _template(size, clock), locking=locking)
         keys = [f"w{w}-{i}" for i in range(count)]
 
         def put(m: Memory[Any, Any], k: str) -> Memory[Any, Any]:
@@ -318,16 +319,23 @@ def _writer(
 
 
 def writer_processes(
-    open_store: Callable[[], Store], name: str, size: int, writers: int, count: int, start: datetime
+    open_store: Callable[[], Store],
+    name: str,
+    size: int,
+    writers: int,
+    count: int,
+    start: datetime,
+    locking: bool = True,
 ) -> dict[str, Any]:
     """``writers`` spawned processes, each ``open_store()`` (picklable: a ``functools.partial`` of an
     engine class) and ``count`` puts into the existing memory ``name``; wall time from the barrier
-    to the last commit, and the final version read back."""
+    to the last commit, and the final version read back.  ``locking``: the writers' ``Shared``
+    take the engine's writer lock (False: they race optimistically)."""
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(writers + 1)
     results = ctx.Queue()
     procs = [
-        ctx.Process(target=_writer, args=(open_store, name, size, w, count, start, barrier, results))
+        ctx.Process(target=_writer, args=(open_store, name, size, w, count, start, barrier, results, locking))
         for w in range(writers)
     ]
     for p in procs:
@@ -362,13 +370,15 @@ def writer_processes(
     }
 
 
-def writers_trial(workdir: Path, size: int, writers: int, count: int, trial: int) -> dict[str, Any]:
+def writers_trial(
+    workdir: Path, size: int, writers: int, count: int, trial: int, locking: bool = True
+) -> dict[str, Any]:
     """One trial on a fresh SQLite file: ``writers`` spawned processes (see :func:`writer_processes`)."""
-    path = workdir / f"writers-{writers}-{trial}.db"
+    path = workdir / f"writers-{writers}-{trial}-{'locked' if locking else 'optimistic'}.db"
     clock = fake_clock()
     store, _sh = _create(path, build_memory(size, DECAY, clock, size, keys_for(size)))
     store.close()
-    return writer_processes(partial(SQLiteStore, str(path)), NAME, size, writers, count, clock.now)
+    return writer_processes(partial(SQLiteStore, str(path)), NAME, size, writers, count, clock.now, locking)
 
 
 def writers_summary(trials: dict[int, list[dict[str, Any]]], size: int, count: int) -> dict[str, Any]:
@@ -391,14 +401,17 @@ def writers_summary(trials: dict[int, list[dict[str, Any]]], size: int, count: i
 def run_writers(
     workdir: Path, size: int, writer_counts: Sequence[int], count: int, rounds: int, progress: Callable[[str], None]
 ) -> dict[str, Any]:
-    trials: dict[int, list[dict[str, Any]]] = {w: [] for w in writer_counts}
-    order = list(writer_counts)
+    """The writers with the engine's lock and without it (optimistic), interleaved round by round:
+    ``{"locked": summary, "optimistic": summary}``."""
+    modes = {"locked": True, "optimistic": False}
+    trials: dict[str, dict[int, list[dict[str, Any]]]] = {m: {w: [] for w in writer_counts} for m in modes}
+    order = [(m, w) for w in writer_counts for m in modes]
     for r in range(rounds):
         shift = r % len(order)
-        for w in order[shift:] + order[:shift]:
-            trials[w].append(writers_trial(workdir, size, w, count, r))
+        for mode, w in order[shift:] + order[:shift]:
+            trials[mode][w].append(writers_trial(workdir, size, w, count, r, modes[mode]))
         progress(f"writers: round {r + 1}/{rounds} done")
-    return writers_summary(trials, size, count)
+    return {mode: writers_summary(trials[mode], size, count) for mode in modes}
 
 
 # -- 4: opening ----------------------------------------------------------------------
@@ -747,9 +760,10 @@ def report(result: dict[str, Any]) -> str:
         parts += ["", cases_table(result["commit"], "per commit: median (min to max)"), ""]
         parts += [overhead_table(result["commit"])]
     if result["writers"]:
-        w = result["writers"]
-        parts += ["", f"Writer processes (spawn), {w['updates_per_writer']:,} puts each into {w['size']:,} entries:"]
-        parts += ["", writers_table(w)]
+        for mode, w in result["writers"].items():
+            how = "with the writer lock" if mode == "locked" else "optimistic (locking=False)"
+            head = f"Writer processes (spawn), {how}, {w['updates_per_writer']:,} puts each into {w['size']:,} entries:"
+            parts += ["", head, "", writers_table(w)]
     if result["open"]:
         parts += ["", cases_table(result["open"], "open / load: median (min to max)"), ""]
         parts += [open_ratio_table(result["open"])]

@@ -99,7 +99,7 @@ def test_a_store_in_a_directory_without_write_permission_is_inspected(shared_dir
     before = _digest(path)
     _shows_the_store(_inspect(path, user=_other_user()), expected, path)
     assert _digest(path) == before
-    assert sorted(p.name for p in shared_dir.iterdir()) == [NAME]
+    assert sorted(p.name for p in shared_dir.iterdir()) == [NAME, f"{NAME}-lethe-lock"]
 
 
 def test_a_store_on_a_read_only_volume_is_inspected(tmp_path: Path) -> None:
@@ -111,7 +111,7 @@ def test_a_store_on_a_read_only_volume_is_inspected(tmp_path: Path) -> None:
     before = _digest(path)
     _shows_the_store(_inspect(path, prefix=_read_only_mount(volume)), expected, path)
     assert _digest(path) == before
-    assert sorted(p.name for p in volume.iterdir()) == [NAME]
+    assert sorted(p.name for p in volume.iterdir()) == [NAME, f"{NAME}-lethe-lock"]
 
 
 def test_a_write_ahead_log_without_its_shm_on_a_read_only_volume_is_one_line(tmp_path: Path) -> None:

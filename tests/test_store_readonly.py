@@ -233,14 +233,14 @@ def test_a_directory_without_write_permission_is_read(shared_dir: Path) -> None:
     # beside it, which cannot be made: it is read as immutable (there is no write-ahead log).
     path = shared_dir / "store.db"
     _made(path).close()
-    assert sorted(p.name for p in shared_dir.iterdir()) == ["store.db"]
+    assert sorted(p.name for p in shared_dir.iterdir()) == ["store.db", "store.db-lethe-lock"]
     path.chmod(0o666)
     shared_dir.chmod(0o555)
     before = _digest(path)
     found = _run_reader(path, user=_other_user())
     _read_as_expected(found, "this process cannot write the file")
     assert _digest(path) == before
-    assert sorted(p.name for p in shared_dir.iterdir()) == ["store.db"]
+    assert sorted(p.name for p in shared_dir.iterdir()) == ["store.db", "store.db-lethe-lock"]
 
 
 # -- a read-only volume ------------------------------------------------------------------------
@@ -267,7 +267,7 @@ def test_a_store_on_a_read_only_volume_is_read(tmp_path: Path) -> None:
     prefix = _read_only_mount(tmp_path)
     found = _run_reader(path, prefix=prefix)
     _read_as_expected(found, "this process cannot write the file")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["store.db"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["store.db", "store.db-lethe-lock"]
 
 
 def test_a_read_only_volume_follows_a_writer_at_work_elsewhere(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import time
 import warnings
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, Generic, TypeVar
 
 from lethe._core.change import Change
@@ -22,7 +22,7 @@ from lethe._core.errors import ClockWarning
 from lethe._core.gc import paused
 from lethe._core.map import EMPTY
 from lethe._core.snapshot import Snapshot
-from lethe._core.validate import is_number
+from lethe._core.validate import flag, is_number
 from lethe._memory.config import FIELDS, HOOKS, STORED, Config
 from lethe._memory.document import FORMAT, VERSION
 from lethe._memory.memory import Memory
@@ -143,6 +143,9 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+#: The writer lock of an engine that has none, or of a Shared made with locking=False.
+_UNLOCKED = nullcontext(False)
+
 #: How many times a catch-up starts again from the current entries when other writers keep
 #: compacting the log past them (each time from a newer version) before it reports a gap.
 _RELOADS = 100
@@ -210,8 +213,9 @@ class Shared(Generic[K, V]):
     * ``clock_fn`` is read by your function's operations as usual.
 
     Thread safety: one ``Shared`` serializes its own writers with a lock;
-    several ``Shared`` objects (in one or many processes) on one store race
-    through the store's compare-and-swap.
+    several ``Shared`` objects (in one or many processes) on one store take
+    turns through the engine's writer lock where it has one (SQLite), and
+    race through the store's compare-and-swap where it has not.
 
     Args:
         store: Where the log is kept (:class:`~lethe.store.SQLiteStore`,
@@ -230,6 +234,13 @@ class Shared(Generic[K, V]):
             until this process's clock catches up, its operations all happen
             at that reading.  :class:`~lethe.store.StoreClock` gives every
             writer one clock.
+        locking: Hold the store's writer lock of the memory from each write's
+            catch-up to its commit, where the engine has one
+            (:meth:`SQLiteStore.lock <lethe.store.SQLiteStore.lock>`): writers take
+            turns, and ``fn`` runs once per commit however many race.  False: write
+            optimistically everywhere (``fn`` runs again after another writer's commit),
+            for a ``fn`` that takes long (a slow ``summarize_fn``) and would keep the
+            others waiting.
 
     A custom decay function is stored by its identity (its qualified name and
     parameters, or a ``name`` it declares), so a process with another one is
@@ -267,6 +278,7 @@ class Shared(Generic[K, V]):
         *,
         checkpoint_every: int = 256,
         max_clock_skew: float | None = 1.0,
+        locking: bool = True,
     ) -> None:
         if not isinstance(template, Memory):
             raise TypeError(f"template must be a Memory, got {type(template).__name__}")
@@ -279,6 +291,7 @@ class Shared(Generic[K, V]):
         if max_clock_skew is not None and not (is_number(max_clock_skew) and max_clock_skew >= 0):
             raise ValueError(f"max_clock_skew must be None or a number of seconds >= 0, got {max_clock_skew!r}")
         self._max_skew_us = math.inf if max_clock_skew is None else max_clock_skew * 1e6
+        self._locking = flag(locking, "locking")
         self._skewed = False
         self._store = store
         self._name = name
@@ -837,12 +850,14 @@ class Shared(Generic[K, V]):
         """:meth:`transact`; once ``cancel`` is requested, no commit is sent (:class:`_Stopped`
         is raised instead), and it is told of a commit made."""
         with self._lock:
-            with self._write() as outer:
+            lock = self._held()
+            with self._write() as outer, lock:
                 running = _writing()[(id(self._store), self._name)] if outer is None else None
                 writing_runs = 0  # runs of fn that wrote to this memory through another object
-                # Alone on the memory lately: send the commit without reading first (a lost race
-                # reads what it missed); among other writers, read first (fn runs once).
-                unread = self._fresh and self._head_text is not None
+                # Under the engine's writer lock where it has one (the others wait: fn runs once).
+                # The last read found no one else's commit, and no other writer held the lock
+                # first: send the commit without reading first (a lost race reads what it missed).
+                unread = self._fresh and self._head_text is not None and not getattr(lock, "waited", False)
                 if not unread:
                     self._catch_up()
                 while True:
@@ -921,6 +936,19 @@ class Shared(Generic[K, V]):
                     del writing[key]
                 self._summaries.clear()
                 self._attempt.clear()
+
+    def _held(self) -> AbstractContextManager[object]:
+        """The store's writer lock of this memory, for one write (see ``SQLiteStore.lock``): held
+        from the catch-up to the commit, so ``fn`` runs once.  Nothing where the engine has no
+        such lock (a server's engine, a wrapper) or this object was made with ``locking=False``.
+
+        While another writer holds it, this one folds in what was committed meanwhile: once it
+        holds the lock, little is left to fold (the folding is not what writers take turns at)."""
+        lock = getattr(self._store, "lock", None) if self._locking else None
+        if lock is None:
+            return _UNLOCKED
+        held: AbstractContextManager[object] = lock(self._name, self._catch_up)
+        return held
 
     def _lost(self) -> None:
         """After a commit that did not go in: someone committed its version first, or it never
@@ -1024,7 +1052,7 @@ class Shared(Generic[K, V]):
                 f"configure changes the stored configuration ({', '.join(STORED)}); "
                 f"{', '.join(local)} cannot be stored: give hooks in the template"
             )
-        with self._write() as outer:
+        with self._write() as outer, self._held():
             self._catch_up()
             while True:
                 base, version, tip, parent = self._replica, self._version, self._tip, self._head_text

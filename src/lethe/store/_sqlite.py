@@ -8,13 +8,14 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import TypeVar
 
 from lethe._core.validate import flag
 from lethe.store._engine import check_format, checked_timeout
 from lethe.store._errors import StoreError
+from lethe.store._lock import PATIENCE, FileLocks, Held
 from lethe.store._retry import Retry
 from lethe.store._sql import MAX_INT, SQL, Dialect
 
@@ -170,6 +171,7 @@ class SQLiteStore:
         self._conn: sqlite3.Connection | None = None
         self._pid = os.getpid()
         self._closed = False
+        self._locks = FileLocks(str(self.path), patience=min(self.timeout, PATIENCE))
         with self._lock:
             self._connection()
         _OPEN.add(self)
@@ -330,6 +332,7 @@ class SQLiteStore:
                 self._conn.close()
             self._conn = None
             self._closed = True
+        self._locks.close()
         _OPEN.discard(self)
 
     def __enter__(self) -> SQLiteStore:
@@ -410,6 +413,22 @@ class SQLiteStore:
                 for seq, row in written:
                     conn.execute(_WRITE, (name, seq, row))
             return True
+
+    def lock(self, name: str, waiting: Callable[[], object] | None = None) -> Held | AbstractContextManager[bool]:
+        """Hold the writer lock of the memory ``name`` for a ``with`` block, against the writers
+        of every thread and process of this host; the block gets whether it is held.
+
+        :class:`~lethe.store.Shared` takes it around each write (unless made with
+        ``locking=False``), so its function runs once per commit however many writers race.
+        It is a byte of a side file, ``<path>-lethe-lock``, per memory; the system releases it
+        when its process dies, and a writer that waits for it a second (or ``timeout``, when
+        shorter) goes on without it (a commit never depends on it: see ``Store.append``).  A read-only store
+        holds none.  Reentrant within a thread.  ``waiting`` is called between tries while
+        another process holds it.
+        """
+        if self.read_only:
+            return nullcontext(False)
+        return self._locks.held(name, waiting)
 
     def wait(self, name: str, after: int, timeout: float) -> int:
         """See :meth:`lethe.store.Store.wait`.

@@ -1,0 +1,261 @@
+"""Writer locks for a store on this host: one writer of a memory at a time, so ``fn`` runs once.
+
+A write to a :class:`~lethe.store.Shared` memory is correct without a lock: the commit goes in
+at exactly the next version or not at all (the engine's compare-and-swap), and a writer that
+lost the race catches up and runs ``fn`` again.  Under contention that repeats work: every
+lost race runs ``fn`` once more and folds the others' commits once more.  Holding a lock from
+the catch-up to the commit makes each commit one attempt.
+
+The lock is a byte of a side file (``<database>-lethe-lock``, empty: the locks hold no data),
+one byte per memory (a stable hash of its name), taken with POSIX record locks
+(``fcntl.lockf``), and a ``threading.Lock`` per byte for the threads of this process (POSIX
+record locks belong to a process).  Why not
+SQLite's own write lock (``BEGIN IMMEDIATE`` held while ``fn`` runs): it holds the whole file,
+so a ``fn`` that writes another memory of the same file (allowed, and its own commit) would
+wait for itself; a byte per memory lets it.
+
+The lock only saves work, correctness never rests on it, so it never makes a writer hang:
+
+* the system releases it when its process dies (``kill -9`` included);
+* a writer that waits for it longer than ``patience`` seconds (a holder whose ``fn`` is slow,
+  or two writers each holding one memory and writing the other's) writes without it, as
+  before, and its commit is as safe;
+* where there is no ``fcntl`` (Windows), or the side file cannot be made (a read-only
+  directory), writes go on without it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import zlib
+from collections.abc import Callable
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: writers run optimistically
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["FileLocks", "Held"]
+
+# The byte range locked: offsets below 2**31 (every platform's off_t holds them).
+_SPAN = 1 << 31
+# The lock file's name: the database's, and this.
+_SUFFIX = "-lethe-lock"
+#: How long a writer waits for a memory's lock, at most, before it writes without it: far longer
+#: than writers take turns (a commit is about 0.1 ms), short enough that a holder stuck in a slow
+#: ``fn`` costs the others a second, not the store's whole timeout.
+PATIENCE = 1.0
+
+
+def _share(fd: int, database: str) -> None:
+    """Give a lock file just made the database's permissions (as SQLite gives its ``-wal`` and
+    ``-shm`` files), so every user who may write the database may take its locks."""
+    try:
+        wanted = os.stat(database).st_mode & 0o666
+        if os.fstat(fd).st_mode & 0o666 != wanted:
+            os.fchmod(fd, wanted)
+    except OSError:
+        pass  # not ours to change (another user made it): its locks are still taken where they can be
+
+
+class _Byte:
+    """One locked byte's state in this process: its thread lock, owner and depth (reentrant)."""
+
+    __slots__ = ("depth", "mutex", "owner")
+
+    def __init__(self) -> None:
+        self.mutex = threading.Lock()
+        self.owner: int | None = None
+        self.depth = 0
+
+
+class _File:
+    """This process's descriptor of one lock file and the state of its bytes.  The descriptor is
+    closed only when no store of this process has the file open: closing any descriptor of a
+    file drops every POSIX lock this process holds on it."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.users = 0
+        self.bytes: dict[int, _Byte] = {}
+
+
+_FILES: dict[str, _File] = {}
+_GUARD = threading.Lock()
+
+
+class FileLocks:
+    """The writer locks of the memories kept in one database file (see the module's docstring).
+
+    ``path`` is the database's; ``patience`` is how long a writer waits for a memory's lock
+    before it writes without it.  The side file is opened on the first write; call
+    :meth:`close` when the store closes.
+    """
+
+    def __init__(self, path: str, patience: float) -> None:
+        self.patience = patience
+        self._key = os.path.realpath(path) + _SUFFIX
+        self._pid: int | None = None  # the process this object counts as a user of its file in
+        self._closed = fcntl is None
+        self._found: dict[str, tuple[_File, int, _Byte]] = {}  # each name's byte, in process _pid
+
+    def _file(self) -> _File | None:
+        """This process's descriptor of the lock file, opened on first use (and anew in a
+        forked child); None where there are no locks."""
+        if self._closed:
+            return None
+        pid = os.getpid()
+        with _GUARD:
+            found = _FILES.get(self._key)
+            if found is None:
+                try:
+                    fd = os.open(self._key, os.O_RDWR | os.O_CREAT, 0o644)
+                except OSError:  # a directory this process cannot write: no locks (nor writes)
+                    self._closed = True
+                    return None
+                _share(fd, self._key[: -len(_SUFFIX)])
+                found = _FILES[self._key] = _File(fd)
+            if self._pid != pid:
+                self._pid = pid
+                found.users += 1
+            return found
+
+    def held(self, name: str, waiting: Callable[[], object] | None = None) -> Held:
+        """The writer lock of the memory ``name``, for a ``with`` block, which gets whether it
+        is held (False: waited ``patience`` seconds, or no lock here).  Reentrant in a thread.
+
+        ``waiting`` is called between tries while another process holds the lock (a writer
+        folds in the commits made meanwhile, so that little is left to fold once it holds it)."""
+        return Held(self, name, waiting)
+
+    def _byte(self, name: str) -> tuple[_File, int, _Byte] | None:
+        """The lock file and the byte of ``name`` in it, with its state; None: no locks here."""
+        if self._pid == os.getpid():
+            found = self._found.get(name)
+            if found is not None:
+                return found
+        else:
+            self._found.clear()  # (a forked child: the parent's)
+        file = self._file()
+        if file is None:
+            return None
+        offset = zlib.crc32(name.encode("utf-8", "surrogatepass")) % _SPAN
+        with _GUARD:
+            byte = file.bytes.setdefault(offset, _Byte())
+        if len(self._found) > 1024:  # (a store writing many names: keep the cache small)
+            self._found.clear()
+        found = self._found[name] = (file, offset, byte)
+        return found
+
+    def _acquire(
+        self, name: str, waiting: Callable[[], object] | None
+    ) -> tuple[tuple[_File, int, _Byte] | None, bool]:
+        """The lock of ``name`` taken (None: not), and whether another writer held it first."""
+        found = self._byte(name)
+        if found is None:
+            return None, False
+        file, offset, byte = found
+        me = threading.get_ident()
+        if byte.owner == me:  # a write inside this thread's own write: the lock is held already
+            byte.depth += 1
+            return found, False
+        deadline = None
+        if not byte.mutex.acquire(blocking=False):  # (free, the usual case: no clock read)
+            deadline = time.monotonic() + self.patience
+            if not byte.mutex.acquire(timeout=self.patience):
+                return None, True
+        # The other processes: polled, so that a holder that never lets go (a fn waiting on
+        # something forever) delays a writer by ``patience`` at most.
+        pause = 0.00002
+        while True:
+            try:
+                fcntl.lockf(file.fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
+                break
+            except OSError:
+                if deadline is None:
+                    deadline = time.monotonic() + self.patience
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    byte.mutex.release()
+                    return None, True
+                if waiting is not None:
+                    try:
+                        waiting()
+                    except BaseException:
+                        byte.mutex.release()
+                        raise
+                time.sleep(min(pause, left))
+                pause = min(pause * 1.5, 0.001)
+        byte.owner, byte.depth = me, 1
+        return found, deadline is not None
+
+    @staticmethod
+    def _release(file: _File, offset: int, byte: _Byte) -> None:
+        byte.depth -= 1
+        if byte.depth:
+            return
+        byte.owner = None
+        try:
+            fcntl.lockf(file.fd, fcntl.LOCK_UN, 1, offset)
+        finally:
+            byte.mutex.release()
+
+    def close(self) -> None:
+        """This store no longer writes: the file's descriptor closes with the last such store."""
+        if self._closed:
+            return
+        self._closed = True
+        self._found.clear()
+        with _GUARD:
+            file = _FILES.get(self._key)
+            if file is None or self._pid != os.getpid():
+                return
+            file.users -= 1
+            if file.users <= 0 and not any(b.owner is not None for b in file.bytes.values()):
+                del _FILES[self._key]
+                os.close(file.fd)
+
+
+class Held:
+    """One hold of a memory's writer lock, for a ``with`` block (see :meth:`FileLocks.held`);
+    :attr:`waited` tells whether another writer held it first (and may have committed)."""
+
+    __slots__ = ("_got", "_locks", "_name", "_waiting", "waited")
+
+    def __init__(self, locks: FileLocks, name: str, waiting: Callable[[], object] | None) -> None:
+        self._locks, self._name, self._waiting = locks, name, waiting
+        self._got: tuple[_File, int, _Byte] | None = None
+        self.waited = False
+
+    def __enter__(self) -> bool:
+        self._got, self.waited = self._locks._acquire(self._name, self._waiting)
+        return self._got is not None
+
+    def __exit__(self, *exc: object) -> None:
+        got, self._got = self._got, None
+        if got is not None:
+            FileLocks._release(*got)
+
+
+def _before_fork() -> None:
+    _GUARD.acquire()
+
+
+def _after_fork_in_parent() -> None:
+    _GUARD.release()
+
+
+def _after_fork_in_child() -> None:
+    # The parent's locks are not the child's (POSIX record locks are not inherited), and its
+    # other threads are gone: the child starts with none, and leaves the inherited descriptors
+    # alone.  The registry's lock was taken around the fork (so no thread the child lacks held
+    # its copy); the child gets a fresh one.
+    global _GUARD
+    _FILES.clear()
+    _GUARD = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)

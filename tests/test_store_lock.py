@@ -1,0 +1,233 @@
+"""The SQLite engine's writer lock: each commit is one run of ``fn``, and the lock never hangs a writer.
+
+``Shared`` holds ``SQLiteStore.lock(name)`` from a write's catch-up to its commit, so writers of
+one memory take turns instead of racing: ``fn`` runs once per commit, in threads and processes.
+The lock only saves work (the commit's compare-and-swap keeps every write safe without it), so a
+holder that dies or never lets go, and two writers waiting for each other, delay a writer by the
+store's ``timeout`` at most.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lethe import Memory
+from lethe.store import Shared, SQLiteStore
+
+from ._support import fake_clock
+
+WRITERS = 4
+UPDATES = 30
+
+
+def _counting_writer(path: str, worker: int, updates: int, locking: bool, start: Any, out: Any) -> None:
+    runs = 0
+
+    def put(m: Memory[str, int], key: str) -> Memory[str, int]:
+        nonlocal runs
+        runs += 1
+        time.sleep(0.001)  # a fn that takes a moment: without the lock, the others commit meanwhile
+        return m.put(worker, key=key)
+
+    with SQLiteStore(path) as store:
+        shared: Shared[str, int] = Shared(store, "notes", Memory(max_entries=10_000), locking=locking)
+        start.wait(timeout=60)
+        for i in range(updates):
+            shared.update(lambda m, i=i: put(m, f"w{worker}-{i}"))  # type: ignore[misc]
+    out.put(runs)
+
+
+def _race(path: str, locking: bool) -> tuple[int, int]:
+    """``WRITERS`` spawned processes, ``UPDATES`` commits each: (runs of fn, versions committed)."""
+    context = multiprocessing.get_context("spawn")
+    start, out = context.Barrier(WRITERS), context.Queue()
+    procs = [
+        context.Process(target=_counting_writer, args=(path, w, UPDATES, locking, start, out)) for w in range(WRITERS)
+    ]
+    for p in procs:
+        p.start()
+    runs = sum(out.get(timeout=120) for _ in procs)
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    with SQLiteStore(path) as store:
+        shared: Shared[str, int] = Shared(store, "notes", Memory(max_entries=10_000))
+        assert len(shared.current()) == WRITERS * UPDATES  # nothing lost either way
+        return runs, shared.version
+
+
+def test_fn_runs_once_per_commit_across_processes(tmp_path: Path) -> None:
+    runs, version = _race(str(tmp_path / "locked.db"), locking=True)
+    assert version == WRITERS * UPDATES
+    assert runs == version  # one attempt per commit
+
+
+def test_without_the_lock_writers_race_and_nothing_is_lost(tmp_path: Path) -> None:
+    runs, version = _race(str(tmp_path / "optimistic.db"), locking=False)
+    assert version == WRITERS * UPDATES
+    assert runs >= version  # lost races ran fn again
+
+
+def test_fn_runs_once_per_commit_across_threads(tmp_path: Path) -> None:
+    path = str(tmp_path / "threads.db")
+    runs = [0] * WRITERS
+    errors: list[BaseException] = []
+
+    def writer(w: int) -> None:
+        try:
+            with SQLiteStore(path) as store:  # a store object of its own, as a process has
+                shared: Shared[str, int] = Shared(store, "notes", Memory(max_entries=10_000))
+                for i in range(UPDATES):
+
+                    def put(m: Memory[str, int], key: str = f"w{w}-{i}") -> Memory[str, int]:
+                        runs[w] += 1
+                        return m.put(w, key=key)
+
+                    shared.update(put)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    SQLiteStore(path).close()
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(WRITERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == []
+    with SQLiteStore(path) as store:
+        assert Shared(store, "notes", Memory(max_entries=10_000)).version == sum(runs) == WRITERS * UPDATES
+
+
+def test_two_writers_waiting_for_each_other_go_on_without_the_lock(tmp_path: Path) -> None:
+    """Each holds one memory's lock and, on its first run of fn, writes the other's: neither
+    hangs (each waits out the timeout for the other's lock, and writes without it)."""
+    path = str(tmp_path / "crossed.db")
+    clock = fake_clock()
+    both = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def writer(mine: str, other: str) -> None:
+        try:
+            with SQLiteStore(path, timeout=0.3) as store:
+                here: Shared[str, str] = Shared(store, mine, Memory(clock_fn=clock))
+                there: Shared[str, str] = Shared(store, other, Memory(clock_fn=clock))
+
+                runs = []
+
+                def fn(m: Memory[str, str]) -> Memory[str, str]:
+                    runs.append(1)
+                    if len(runs) == 1:
+                        both.wait(timeout=10)  # both hold their own memory's lock now
+                        there.update(lambda n: n.put(f"from {mine}", key=f"from {mine}"))
+                    return m.put("yes", key="done")
+
+                here.update(fn)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    SQLiteStore(path).close()
+    threads = [threading.Thread(target=writer, args=pair) for pair in (("a", "b"), ("b", "a"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads)
+    assert errors == []
+    with SQLiteStore(path) as store:
+        a: Memory[str, str] = Shared(store, "a", Memory(clock_fn=clock)).current()
+        b: Memory[str, str] = Shared(store, "b", Memory(clock_fn=clock)).current()
+        assert {"done", "from b"} <= set(a.keys())
+        assert {"done", "from a"} <= set(b.keys())
+
+
+def test_a_holder_that_never_lets_go_delays_a_writer_by_the_timeout_at_most(tmp_path: Path) -> None:
+    path = str(tmp_path / "held.db")
+    holding, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with SQLiteStore(path) as store, store.lock("notes") as held:
+            assert held
+            holding.set()
+            done.wait(timeout=60)
+
+    SQLiteStore(path).close()
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert holding.wait(timeout=10)
+        with SQLiteStore(path, timeout=0.2) as store:
+            with store.lock("notes") as held:
+                assert not held  # waited 0.2 s: goes on without it
+            shared: Shared[str, str] = Shared(store, "notes", Memory())
+            assert shared.update(lambda m: m.put("written", key="k")).peek("k").value == "written"
+            with store.lock("other") as held:
+                assert held  # another memory's lock is another byte
+    finally:
+        done.set()
+        holder.join(timeout=10)
+
+
+def _hold_forever(path: str, ready: str) -> None:
+    with SQLiteStore(path) as store, store.lock("notes"):
+        Path(ready).touch()
+        threading.Event().wait(600)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+def test_the_lock_of_a_killed_process_is_free_at_once(tmp_path: Path) -> None:
+    path, ready = str(tmp_path / "killed.db"), tmp_path / "ready"
+    SQLiteStore(path).close()
+    process = multiprocessing.get_context("spawn").Process(target=_hold_forever, args=(path, str(ready)))
+    process.start()
+    try:
+        for _ in range(600):
+            if ready.exists():
+                break
+            process.join(timeout=0.1)
+        assert ready.exists()
+        with SQLiteStore(path, timeout=0.05) as store, store.lock("notes") as held:
+            assert not held  # the other process holds it
+        assert process.pid is not None
+        os.kill(process.pid, signal.SIGKILL)
+        process.join(timeout=30)
+        with SQLiteStore(path, timeout=0.05) as store, store.lock("notes") as held:
+            assert held  # released by the system with its process
+    finally:
+        if process.is_alive():
+            process.kill()
+
+
+def test_the_lock_is_reentrant_in_a_thread_and_a_read_only_store_takes_none(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    with SQLiteStore(str(path)) as store:
+        Shared(store, "notes", Memory())
+        with store.lock("notes") as outer, store.lock("notes") as inner:
+            assert outer
+            assert inner
+    with SQLiteStore(str(path), read_only=True) as store, store.lock("notes") as held:
+        assert not held
+
+
+def test_closing_the_last_store_of_a_file_closes_its_lock_file(tmp_path: Path) -> None:
+    fds = Path("/proc/self/fd")
+    if not fds.exists():
+        pytest.skip("needs /proc/self/fd")
+    before = len(list(fds.iterdir()))
+    for i in range(50):
+        with SQLiteStore(str(tmp_path / f"{i}.db")) as store:
+            shared: Shared[str, str] = Shared(store, "notes", Memory())
+            shared.update(lambda m: m.put("v", key="k"))
+    assert len(list(fds.iterdir())) <= before + 2
+
+
+def test_locking_must_be_a_bool(tmp_path: Path) -> None:
+    with SQLiteStore(str(tmp_path / "m.db")) as store, pytest.raises(TypeError, match="locking"):
+        Shared(store, "notes", Memory(), locking=1)  # type: ignore[arg-type]
