@@ -25,6 +25,14 @@ atomic on its own, and passes the engine tests in ``tests/test_store.py``
 ``tests/test_store_faults.py``): it joins them by one line in ``ENGINES`` in
 ``tests/conftest.py``, the one list they run over (a guard test fails while
 a class implementing :class:`Store` in ``lethe.store`` is missing from it).
+An engine may also offer writer locks, ``lock(name, waiting=None)``: a context
+manager holding the memory's lock against the other writers of the host,
+whose ``__enter__`` gives whether it is held, and whose ``waited`` attribute
+tells whether another writer held it first; ``waiting()`` is called between
+tries while one does.  :class:`~lethe.store.Shared` holds it from each
+write's catch-up to its commit, so its ``fn`` runs once per commit.  It only
+saves work (a commit is safe without it), so it must never hang a writer:
+:class:`~lethe.store.SQLiteStore` offers one (``lethe.store._lock``).
 An engine on SQL writes only its connections, commit and wait: the tables and
 the other operations are ``lethe.store._sql``'s, in the engine's
 :class:`~lethe.store._sql.Dialect`.  An engine that tries again after a lost

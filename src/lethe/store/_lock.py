@@ -149,9 +149,7 @@ class FileLocks:
         found = self._found[name] = (file, offset, byte)
         return found
 
-    def _acquire(
-        self, name: str, waiting: Callable[[], object] | None
-    ) -> tuple[tuple[_File, int, _Byte] | None, bool]:
+    def _acquire(self, name: str, waiting: Callable[[], object] | None) -> tuple[tuple[_File, int, _Byte] | None, bool]:
         """The lock of ``name`` taken (None: not), and whether another writer held it first."""
         found = self._byte(name)
         if found is None:
