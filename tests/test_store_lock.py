@@ -231,3 +231,62 @@ def test_closing_the_last_store_of_a_file_closes_its_lock_file(tmp_path: Path) -
 def test_locking_must_be_a_bool(tmp_path: Path) -> None:
     with SQLiteStore(str(tmp_path / "m.db")) as store, pytest.raises(TypeError, match="locking"):
         Shared(store, "notes", Memory(), locking=1)  # type: ignore[arg-type]
+
+
+def test_fn_runs_once_per_commit_when_writers_take_turns_one_after_another(tmp_path: Path) -> None:
+    # No writer waits for the lock here, but each finds the other's commits since it last read:
+    # under the lock it reads first, so no run of fn is on a stale replica.
+    path = str(tmp_path / "turns.db")
+    runs: list[str] = []
+
+    def put(key: str) -> Any:
+        def run(m: Memory[str, str]) -> Memory[str, str]:
+            runs.append(key)
+            return m.put(key, key=key)
+
+        return run
+
+    with SQLiteStore(path) as a_store, SQLiteStore(path) as b_store:
+        a: Shared[str, str] = Shared(a_store, "notes", Memory())
+        b: Shared[str, str] = Shared(b_store, "notes", Memory())
+        order = [(a, "1"), (a, "2"), (b, "3"), (a, "4"), (b, "5"), (b, "6"), (a, "7")]
+        for writer, key in order:
+            writer.update(put(key))
+        assert runs == [key for _, key in order]
+        assert a.version == 7
+        assert sorted(b.current().keys()) == [key for _, key in order]
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+def test_a_writer_interrupted_while_it_waits_leaves_the_lock_free(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import lethe.store._lock as lock_module
+
+    path, ready = str(tmp_path / "interrupted.db"), tmp_path / "ready"
+    SQLiteStore(path).close()
+    process = multiprocessing.get_context("spawn").Process(target=_hold_forever, args=(path, str(ready)))
+    process.start()
+    try:
+        for _ in range(600):
+            if ready.exists():
+                break
+            process.join(timeout=0.1)
+        assert ready.exists()
+
+        def interrupted(seconds: float) -> None:
+            raise KeyboardInterrupt  # (Ctrl-C while the writer sleeps between its tries)
+
+        with SQLiteStore(path) as store:
+            monkeypatch.setattr(lock_module.time, "sleep", interrupted)
+            with pytest.raises(KeyboardInterrupt), store.lock("notes"):
+                pass
+            monkeypatch.undo()
+            assert process.pid is not None
+            os.kill(process.pid, signal.SIGKILL)
+            process.join(timeout=30)
+            with store.lock("notes") as held:
+                assert held  # the interrupted wait let go of this process's part of the lock
+    finally:
+        if process.is_alive():
+            process.kill()

@@ -19,7 +19,9 @@ written by :class:`~lethe.store.Shared`):
   itself (:meth:`Store.compact`), from which a past version is rebuilt and
   before which the log is dropped.
 
-A new engine (Redis, PostgreSQL, ...) implements these methods, each one
+A new engine (Redis, PostgreSQL, ...) implements these methods (``append``'s
+``parent`` check included: a writer that has read nothing since its last
+commit relies on it), each one
 atomic on its own, and passes the engine tests in ``tests/test_store.py``
 (and, on a server, the lost replies and server crashes of
 ``tests/test_store_faults.py``): it joins them by one line in ``ENGINES`` in
@@ -27,9 +29,8 @@ atomic on its own, and passes the engine tests in ``tests/test_store.py``
 a class implementing :class:`Store` in ``lethe.store`` is missing from it).
 An engine may also offer writer locks, ``lock(name, waiting=None)``: a context
 manager holding the memory's lock against the other writers of the host,
-whose ``__enter__`` gives whether it is held, and whose ``waited`` attribute
-tells whether another writer held it first; ``waiting()`` is called between
-tries while one does.  :class:`~lethe.store.Shared` holds it from each
+whose ``__enter__`` gives whether it is held; ``waiting()`` is called between
+tries while another writer holds it.  :class:`~lethe.store.Shared` holds it from each
 write's catch-up to its commit, so its ``fn`` runs once per commit.  It only
 saves work (a commit is safe without it), so it must never hang a writer:
 :class:`~lethe.store.SQLiteStore` offers one (``lethe.store._lock``).

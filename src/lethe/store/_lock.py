@@ -26,6 +26,7 @@ The lock only saves work, correctness never rests on it, so it never makes a wri
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 import time
@@ -149,45 +150,48 @@ class FileLocks:
         found = self._found[name] = (file, offset, byte)
         return found
 
-    def _acquire(self, name: str, waiting: Callable[[], object] | None) -> tuple[tuple[_File, int, _Byte] | None, bool]:
-        """The lock of ``name`` taken (None: not), and whether another writer held it first."""
+    def _acquire(self, name: str, waiting: Callable[[], object] | None) -> tuple[_File, int, _Byte] | None:
+        """The lock of ``name`` taken (None: not)."""
         found = self._byte(name)
         if found is None:
-            return None, False
+            return None
         file, offset, byte = found
         me = threading.get_ident()
         if byte.owner == me:  # a write inside this thread's own write: the lock is held already
             byte.depth += 1
-            return found, False
+            return found
         deadline = None
         if not byte.mutex.acquire(blocking=False):  # (free, the usual case: no clock read)
             deadline = time.monotonic() + self.patience
             if not byte.mutex.acquire(timeout=self.patience):
-                return None, True
+                return None
         # The other processes: polled, so that a holder that never lets go (a fn waiting on
         # something forever) delays a writer by ``patience`` at most.
         pause = 0.00002
-        while True:
-            try:
-                fcntl.lockf(file.fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
-                break
-            except OSError:
+        try:
+            while True:
+                try:
+                    fcntl.lockf(file.fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
+                    break
+                except OSError as exc:
+                    if exc.errno not in (errno.EACCES, errno.EAGAIN):  # no record locks here: none
+                        byte.mutex.release()
+                        return None
                 if deadline is None:
                     deadline = time.monotonic() + self.patience
                 left = deadline - time.monotonic()
                 if left <= 0:
                     byte.mutex.release()
-                    return None, True
+                    return None
                 if waiting is not None:
-                    try:
-                        waiting()
-                    except BaseException:
-                        byte.mutex.release()
-                        raise
+                    waiting()
                 time.sleep(min(pause, left))
                 pause = min(pause * 1.5, 0.001)
+        except BaseException:  # (waiting() failed, or an interrupt while asleep): not held
+            byte.mutex.release()
+            raise
         byte.owner, byte.depth = me, 1
-        return found, deadline is not None
+        return found
 
     @staticmethod
     def _release(file: _File, offset: int, byte: _Byte) -> None:
@@ -217,18 +221,16 @@ class FileLocks:
 
 
 class Held:
-    """One hold of a memory's writer lock, for a ``with`` block (see :meth:`FileLocks.held`);
-    :attr:`waited` tells whether another writer held it first (and may have committed)."""
+    """One hold of a memory's writer lock, for a ``with`` block (see :meth:`FileLocks.held`)."""
 
-    __slots__ = ("_got", "_locks", "_name", "_waiting", "waited")
+    __slots__ = ("_got", "_locks", "_name", "_waiting")
 
     def __init__(self, locks: FileLocks, name: str, waiting: Callable[[], object] | None) -> None:
         self._locks, self._name, self._waiting = locks, name, waiting
         self._got: tuple[_File, int, _Byte] | None = None
-        self.waited = False
 
     def __enter__(self) -> bool:
-        self._got, self.waited = self._locks._acquire(self._name, self._waiting)
+        self._got = self._locks._acquire(self._name, self._waiting)
         return self._got is not None
 
     def __exit__(self, *exc: object) -> None:

@@ -438,6 +438,8 @@ class RedisStore:
         that the server answers): each call then runs as one ``EVALSHA``, where the first call of
         each would find it missing, load it and send it again (three round trips).  A server that
         restarted since has forgotten them: a call loads its script again then."""
+        if not isinstance(self._client, redis.Redis):  # a cluster's client: SCRIPT LOAD goes to every node
+            return [self._client.script_load(script.script) for script in self._scripts.values()]
         pipe = self._client.pipeline(transaction=False)
         for script in self._scripts.values():
             pipe.script_load(script.script)

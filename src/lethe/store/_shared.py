@@ -850,14 +850,14 @@ class Shared(Generic[K, V]):
         """:meth:`transact`; once ``cancel`` is requested, no commit is sent (:class:`_Stopped`
         is raised instead), and it is told of a commit made."""
         with self._lock:
-            lock = self._held()
-            with self._write() as outer, lock:
+            with self._write() as outer, self._held() as locked:
                 running = _writing()[(id(self._store), self._name)] if outer is None else None
                 writing_runs = 0  # runs of fn that wrote to this memory through another object
-                # Under the engine's writer lock where it has one (the others wait: fn runs once).
-                # The last read found no one else's commit, and no other writer held the lock
-                # first: send the commit without reading first (a lost race reads what it missed).
-                unread = self._fresh and self._head_text is not None and not getattr(lock, "waited", False)
+                # Under the engine's writer lock, where it has one: read first, and fn runs once
+                # (the lock does not tell whether another writer committed since this one last
+                # read).  Without one, when the last read found no one else's commit: send the
+                # commit without reading first (one round trip; a lost race reads what it missed).
+                unread = not locked and self._fresh and self._head_text is not None
                 if not unread:
                     self._catch_up()
                 while True:
