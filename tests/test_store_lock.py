@@ -10,10 +10,13 @@ store's ``timeout`` at most.
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.process
 import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -181,9 +184,9 @@ def _hold_forever(path: str, ready: str) -> None:
         threading.Event().wait(600)
 
 
-@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
-def test_the_lock_of_a_killed_process_is_free_at_once(tmp_path: Path) -> None:
-    path, ready = str(tmp_path / "killed.db"), tmp_path / "ready"
+@contextmanager
+def _held_elsewhere(path: str, ready: Path) -> Iterator[multiprocessing.process.BaseProcess]:
+    """Another process holding the lock of "notes" in the store at ``path`` until it is killed."""
     SQLiteStore(path).close()
     process = multiprocessing.get_context("spawn").Process(target=_hold_forever, args=(path, str(ready)))
     process.start()
@@ -193,16 +196,27 @@ def test_the_lock_of_a_killed_process_is_free_at_once(tmp_path: Path) -> None:
                 break
             process.join(timeout=0.1)
         assert ready.exists()
-        with SQLiteStore(path, timeout=0.05) as store, store.lock("notes") as held:
-            assert not held  # the other process holds it
-        assert process.pid is not None
-        os.kill(process.pid, signal.SIGKILL)
-        process.join(timeout=30)
-        with SQLiteStore(path, timeout=0.05) as store, store.lock("notes") as held:
-            assert held  # released by the system with its process
+        yield process
     finally:
         if process.is_alive():
             process.kill()
+
+
+def _kill(process: multiprocessing.process.BaseProcess) -> None:
+    assert process.pid is not None
+    os.kill(process.pid, signal.SIGKILL)
+    process.join(timeout=30)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+def test_the_lock_of_a_killed_process_is_free_at_once(tmp_path: Path) -> None:
+    path = str(tmp_path / "killed.db")
+    with _held_elsewhere(path, tmp_path / "ready") as process:
+        with SQLiteStore(path, timeout=0.05) as store, store.lock("notes") as held:
+            assert not held  # the other process holds it
+        _kill(process)
+        with SQLiteStore(path, timeout=0.05) as store, store.lock("notes") as held:
+            assert held  # released by the system with its process
 
 
 def test_the_lock_is_reentrant_in_a_thread_and_a_read_only_store_takes_none(tmp_path: Path) -> None:
@@ -261,32 +275,15 @@ def test_fn_runs_once_per_commit_when_writers_take_turns_one_after_another(tmp_p
 def test_a_writer_interrupted_while_it_waits_leaves_the_lock_free(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import lethe.store._lock as lock_module
+    def interrupted(seconds: float) -> None:
+        raise KeyboardInterrupt  # (Ctrl-C while the writer sleeps between its tries)
 
-    path, ready = str(tmp_path / "interrupted.db"), tmp_path / "ready"
-    SQLiteStore(path).close()
-    process = multiprocessing.get_context("spawn").Process(target=_hold_forever, args=(path, str(ready)))
-    process.start()
-    try:
-        for _ in range(600):
-            if ready.exists():
-                break
-            process.join(timeout=0.1)
-        assert ready.exists()
-
-        def interrupted(seconds: float) -> None:
-            raise KeyboardInterrupt  # (Ctrl-C while the writer sleeps between its tries)
-
-        with SQLiteStore(path) as store:
-            monkeypatch.setattr(lock_module.time, "sleep", interrupted)
-            with pytest.raises(KeyboardInterrupt), store.lock("notes"):
-                pass
-            monkeypatch.undo()
-            assert process.pid is not None
-            os.kill(process.pid, signal.SIGKILL)
-            process.join(timeout=30)
-            with store.lock("notes") as held:
-                assert held  # the interrupted wait let go of this process's part of the lock
-    finally:
-        if process.is_alive():
-            process.kill()
+    path = str(tmp_path / "interrupted.db")
+    with _held_elsewhere(path, tmp_path / "ready") as process, SQLiteStore(path) as store:
+        monkeypatch.setattr(time, "sleep", interrupted)  # (what the lock's wait sleeps with)
+        with pytest.raises(KeyboardInterrupt), store.lock("notes"):
+            pass
+        monkeypatch.undo()
+        _kill(process)
+        with store.lock("notes") as held:
+            assert held  # the interrupted wait let go of this process's part of the lock
