@@ -267,47 +267,37 @@ def raw_writer(engine: Engine, text: str) -> tuple[Callable[[int], int], Callabl
     target = engine.open.args[0]  # type: ignore[attr-defined]
     texts = [text, text[:-1] + ("x" if text[-1:] != "x" else "y")]
     upsert = "INSERT INTO floor (k, v) VALUES (1, {0}) ON CONFLICT (k) DO UPDATE SET v = excluded.v"
+    one: Callable[[str], object]  # one write of a text
+    close: Callable[[], None]
     if engine.label.startswith("sqlite"):
         conn = sqlite3.connect(str(target) + "-floor", isolation_level=None)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute(f"PRAGMA synchronous={'FULL' if engine.info.get('durable') else 'NORMAL'}")
         conn.execute("CREATE TABLE IF NOT EXISTS floor (k INTEGER PRIMARY KEY, v TEXT NOT NULL)")
         statement = upsert.format("?")
-
-        def write(count: int) -> int:
-            t0 = _now_ns()
-            for i in range(count):
-                conn.execute(statement, (texts[i & 1],))
-            return _now_ns() - t0
-
-        return write, conn.close
-    if engine.label.startswith("redis"):
+        one, close = (lambda t: conn.execute(statement, (t,))), conn.close
+    elif engine.label.startswith("redis"):
         import redis
 
         client = redis.Redis.from_url(target)
         script = client.register_script("return redis.call('SET', KEYS[1], ARGV[1])")
         script(keys=["lethe-floor"], args=[text])  # loaded once, as the store's scripts are
+        one, close = (lambda t: script(keys=["lethe-floor"], args=[t])), client.close
+    else:
+        import psycopg
 
-        def write_redis(count: int) -> int:
-            t0 = _now_ns()
-            for i in range(count):
-                script(keys=["lethe-floor"], args=[texts[i & 1]])
-            return _now_ns() - t0
+        pg = psycopg.connect(target, autocommit=True)
+        pg.execute("CREATE TABLE IF NOT EXISTS floor (k INTEGER PRIMARY KEY, v TEXT NOT NULL)")
+        statement = upsert.format("%s")
+        one, close = (lambda t: pg.execute(statement, (t,))), pg.close
 
-        return write_redis, client.close
-    import psycopg
-
-    pg = psycopg.connect(target, autocommit=True)
-    pg.execute("CREATE TABLE IF NOT EXISTS floor (k INTEGER PRIMARY KEY, v TEXT NOT NULL)")
-    statement = upsert.format("%s")
-
-    def write_pg(count: int) -> int:
+    def write(count: int) -> int:
         t0 = _now_ns()
         for i in range(count):
-            pg.execute(statement, (texts[i & 1],))
+            one(texts[i & 1])
         return _now_ns() - t0
 
-    return write_pg, pg.close
+    return write, close
 
 
 # -- 2: several writer processes -----------------------------------------------------

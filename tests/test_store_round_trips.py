@@ -8,6 +8,7 @@ what it missed; among other writers a commit reads first, so ``fn`` runs once.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +53,19 @@ def proxied(request: pytest.FixtureRequest) -> Iterator[tuple[Proxy, Callable[[]
             yield proxy, lambda: RedisStore(url.replace(f":{port}/", f":{proxy.port}/"), prefix=prefix)
 
 
+@contextmanager
+def _two_writers(
+    open_store: Callable[[], Store], clock: ManualClock
+) -> Iterator[tuple[Shared[Any, Any], Shared[Any, Any]]]:
+    """Two writers of the memory "bot", each on a store object (a connection) of its own."""
+    a_store, b_store = open_store(), open_store()
+    try:
+        yield Shared(a_store, "bot", Memory(clock_fn=clock)), Shared(b_store, "bot", Memory(clock_fn=clock))
+    finally:
+        a_store.close()
+        b_store.close()
+
+
 def _counting(ran: list[int], value: int) -> Callable[[Memory[Any, Any]], Memory[Any, Any]]:
     def put(m: Memory[Any, Any]) -> Memory[Any, Any]:
         ran.append(value)
@@ -88,10 +102,7 @@ def test_a_lost_race_reads_what_it_missed_and_then_writers_read_first(
     proxied: tuple[Proxy, Callable[[], Store]], clock: ManualClock
 ) -> None:
     proxy, open_store = proxied
-    a_store, b_store = open_store(), open_store()
-    try:
-        a = Shared(a_store, "bot", Memory(clock_fn=clock))
-        b = Shared(b_store, "bot", Memory(clock_fn=clock))
+    with _two_writers(open_store, clock) as (a, b):
         ran: list[int] = []
         a.update(_counting(ran, 1))
         b.update(_counting(ran, 2))  # b had not read version 1: its commit lost, read it, ran again
@@ -112,19 +123,13 @@ def test_a_lost_race_reads_what_it_missed_and_then_writers_read_first(
             a.update(_counting(ran, i))
         assert proxy.round_trips - before == 5
         assert sorted(a.current().keys()) == sorted(b.current().keys()) == list(range(1, 22))
-    finally:
-        a_store.close()
-        b_store.close()
 
 
 def test_a_function_that_fails_on_a_replica_not_read_runs_again_on_the_latest(
     proxied: tuple[Proxy, Callable[[], Store]], clock: ManualClock
 ) -> None:
     _, open_store = proxied
-    a_store, b_store = open_store(), open_store()
-    try:
-        a = Shared(a_store, "bot", Memory(clock_fn=clock))
-        b = Shared(b_store, "bot", Memory(clock_fn=clock))
+    with _two_writers(open_store, clock) as (a, b):
         a.update(lambda m: m.put("fixed", key="deploy"))
         # b has not read version 1: get raises KeyError there, and runs again on version 1.
         assert b.transact(lambda m: m.get("deploy")).value == "fixed"
@@ -135,9 +140,6 @@ def test_a_function_that_fails_on_a_replica_not_read_runs_again_on_the_latest(
         with pytest.raises(KeyError):
             b.update(lambda m: m.get("missing"))
         assert b.version == a.version == 3
-    finally:
-        a_store.close()
-        b_store.close()
 
 
 def test_a_commit_made_on_a_lost_history_is_not_written_over_another(tmp_path: Path, clock: ManualClock) -> None:

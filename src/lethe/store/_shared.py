@@ -533,6 +533,7 @@ class Shared(Generic[K, V]):
         Raises:
             _Diverged: a record was made on another version than the one folded so far.
         """
+        last = None  # the last record folded: the head kept is its own (read once, not per record)
         for v, record in rows:
             if v != version + 1:
                 raise StoreError(f"{self._name!r}: the log goes from version {version} to {v} (truncated)")
@@ -561,8 +562,8 @@ class Shared(Generic[K, V]):
                     mem = applied(mem, change)
                 except KeyError as exc:
                     raise StoreError(f"{self._name!r}: log record {v} removes a key not held: {exc}") from None
-            version, tip, head = v, new_tip, _records.head_of(record)
-        return version, mem, tip, head
+            version, tip, last = v, new_tip, record
+        return version, mem, tip, head if last is None else _records.head_of(last)
 
     def _caught_up(self, version: int, mem: Memory[K, V], tip: str | None, head: str | None) -> None:
         """Make ``mem`` (at ``version``, whose tip is ``tip`` and head ``head``) the replica, and
