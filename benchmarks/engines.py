@@ -31,7 +31,9 @@ round to round; only the public API of ``lethe.store`` is used):
    within rounds as in ``store.py``; the overhead is the difference of the medians.
 2. **writers**: 1, 2 and 4 processes (spawn), K puts each into one memory of
    1,000 entries at capacity, from a barrier to the last commit: commits/s,
-   attempts per commit, and the final version checked against the commits.
+   attempts per commit, and the final version checked against the commits;
+   the engines with writer locks (SQLite, PostgreSQL) with them, as their
+   writers take them by default, and without (``locking=False``, "optimistic").
 3. **catchup**: a follower process holds its own ``Shared`` replica; this
    process commits one put at a time, a gap of P ms after each, and notes when
    each commit returned (``time.monotonic_ns()`` right after the engine's
@@ -311,18 +313,33 @@ def run_writers(
     rounds: int,
     progress: Callable[[str], None],
 ) -> dict[str, Any]:
-    """Each round: every engine, every writer count, each trial on a memory of its own."""
+    """Each round: every engine, every writer count, each trial on a memory of its own.  An
+    engine with writer locks (SQLite, PostgreSQL) runs with them (its writers' default) and
+    without (``locking=False``, labelled optimistic), interleaved."""
     clock = fake_clock()
     base = build_memory(size, sb.DECAY, clock, size, keys_for(size))
-    trials: dict[str, dict[int, list[Any]]] = {label: {w: [] for w in writer_counts} for label in engines}
+    variants = [(label, True) for label in engines]
+    variants += [(label, False) for label in engines if label in LOCKING]
+    trials: dict[str, dict[int, list[Any]]] = {writers_label(*v): {w: [] for w in writer_counts} for v in variants}
     for r in range(rounds):
-        for label in rotated(list(engines), r):
+        for label, locking in rotated(variants, r):
             for w in rotated(list(writer_counts), r):
-                name = f"writers-{w}-{r}"
+                name = f"writers-{w}-{r}-{'locked' if locking else 'optimistic'}"
                 create(engines[label], name, base)
-                trials[label][w].append(sb.writer_processes(engines[label].open, name, size, w, count, clock.now))
+                trials[writers_label(label, locking)][w].append(
+                    sb.writer_processes(engines[label].open, name, size, w, count, clock.now, locking)
+                )
         progress(f"writers: round {r + 1}/{rounds} done")
-    return {label: sb.writers_summary(trials[label], size, count) for label in engines}
+    return {label: sb.writers_summary(by_count, size, count) for label, by_count in trials.items()}
+
+
+#: The engines with writer locks (see Shared's ``locking``).
+LOCKING = ("sqlite", "sqlite-durable", "postgres")
+
+
+def writers_label(label: str, locking: bool) -> str:
+    """A row of the writers table: the engine, and ", optimistic" for writers without the lock."""
+    return label if locking else f"{label}, optimistic"
 
 
 # -- 3: catch-up latency -----------------------------------------------------------------

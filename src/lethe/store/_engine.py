@@ -28,12 +28,18 @@ atomic on its own, and passes the engine tests in ``tests/test_store.py``
 ``tests/conftest.py``, the one list they run over (a guard test fails while
 a class implementing :class:`Store` in ``lethe.store`` is missing from it).
 An engine may also offer writer locks, ``lock(name, waiting=None)``: a context
-manager holding the memory's lock against the other writers of the host,
+manager holding the memory's lock against the memory's other writers,
 whose ``__enter__`` gives whether it is held; ``waiting()`` is called between
 tries while another writer holds it.  :class:`~lethe.store.Shared` holds it from each
 write's catch-up to its commit, so its ``fn`` runs once per commit.  It only
 saves work (a commit is safe without it), so it must never hang a writer:
-:class:`~lethe.store.SQLiteStore` offers one (``lethe.store._lock``).
+:class:`~lethe.store.SQLiteStore` offers one (``lethe.store._lock``).  An engine
+whose lock costs a round trip says so (``lock_round_trip = True``) and takes
+``lock(name, waiting, wait=False)``: a block that takes nothing, in which a
+commit goes in only while no other writer holds the lock; a writer alone
+commits in such a block, and takes the lock once it meets another writer (a
+lost race), until the lock's ``alone`` says no one waited for it at its commit
+(:class:`~lethe.store.PostgresStore` offers one: an advisory lock).
 An engine on SQL writes only its connections, commit and wait: the tables and
 the other operations are ``lethe.store._sql``'s, in the engine's
 :class:`~lethe.store._sql.Dialect`.  An engine that tries again after a lost

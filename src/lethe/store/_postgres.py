@@ -11,7 +11,9 @@ import secrets
 import threading
 import time
 import weakref
+import zlib
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 from functools import partial
 from typing import Any, TypeVar
@@ -29,6 +31,8 @@ try:
     from psycopg import errors as _errors
 except ImportError:
     _MISSING = "PostgresStore needs psycopg 3: pip install 'lethe-decay[postgres]'"
+#: Whether several statements go in one round trip (psycopg's pipeline mode, libpq 14+).
+_PIPELINES = not _MISSING and psycopg.Pipeline.is_supported()
 
 T = TypeVar("T")
 
@@ -77,7 +81,7 @@ WITH latest AS (
     WHERE latest.version = %(version)s - 1 AND (%(parent)s::text IS NULL OR %(parent)s::text = coalesce(
         (SELECT head FROM {log} WHERE name = %(name)s AND version = %(version)s - 1),
         (SELECT head FROM {checkpoints} WHERE name = %(name)s AND version = %(version)s - 1)
-    ))
+    )) AND (%(key)s::integer IS NULL OR pg_try_advisory_xact_lock(%(class)s, %(key)s::integer))
     RETURNING version
 ), gone AS (
     DELETE FROM {entries}
@@ -93,6 +97,32 @@ WITH latest AS (
 )
 SELECT count(*) FROM logged
 """)
+#: The writer locks' class, the first of pg_advisory_lock's two keys (the second is the memory's,
+#: see _lock_key): "leth", as _SCHEMA_LOCK, which lives in the one-key form's space, apart.
+_LOCK_CLASS = 0x6C65_7468
+#: How long a writer waits for a memory's writer lock before it writes without it (as on SQLite).
+_LOCK_PATIENCE = 1.0
+#: Whether other sessions wait for a writer lock (``pg_locks`` shows the two keys as oids).
+_WAITERS = (
+    "SELECT EXISTS (SELECT FROM pg_locks WHERE locktype = 'advisory' AND classid = %s::bigint::oid"
+    " AND objid = %s::bigint::oid AND objsubid = 2 AND NOT granted)"
+)
+#: A writer lock's transaction, begun in one round trip: the lock waited for ``_LOCK_PATIENCE``
+#: at most, then the store's ``timeout`` again for what the commit waits on (a drop, say).
+_TAKE = (
+    "BEGIN",
+    "SELECT set_config('lock_timeout', %s, true)",
+    "SELECT pg_advisory_xact_lock(%s, %s)",
+    "SELECT set_config('lock_timeout', %s, true)",
+)
+
+
+def _lock_key(name: str) -> int:
+    """The second key of the writer lock of the memory ``name``: a stable hash, a signed int4
+    (two names sharing one only take turns when they need not)."""
+    return zlib.crc32(name.encode("utf-8", "surrogatepass")) - (1 << 31)
+
+
 #: Whether a commit's log row is there: inserting it waits for the transaction that may hold
 #: it to end, and inserts nothing if it was committed (see PostgresStore.append).
 _PROBE = _named(
@@ -201,6 +231,13 @@ class PostgresStore:
         self._waiting_lock = threading.Lock()
         self._listener_pid = os.getpid()
         self._pid = os.getpid()
+        # Writer locks (see lock): each memory's state in this process, the connections that
+        # take them (one per lock held at once, kept for the next), and what each thread's
+        # lock blocks are.
+        self._holds_lock = threading.Lock()
+        self._holds: dict[str, _Hold] = {}
+        self._idle: list[tuple[int, psycopg.Connection[Any], tuple[int, datetime]]] = []
+        self._blocks = threading.local()
         self._closed = False
         _LIVE.add(self)
         with self._lock:
@@ -343,6 +380,11 @@ class PostgresStore:
                     conn.close()
             self._conn = self._listener = None
             self._closed = True
+        with self._holds_lock:
+            idle, self._idle = self._idle, []
+        for pid, conn, _ in idle:
+            if pid == os.getpid():
+                conn.close()
 
     def __enter__(self) -> PostgresStore:
         return self
@@ -372,7 +414,20 @@ class PostgresStore:
         return self._sql.load(self._run, name)
 
     def read(self, name: str, after: int, upto: int | None = None) -> Sequence[tuple[int, str]]:
-        """See :meth:`lethe.store.Store.read`."""
+        """See :meth:`lethe.store.Store.read`.  Under this thread's writer lock of ``name``,
+        on the lock's own transaction."""
+        hold = self._held_here(name)
+        if hold is not None and hold.conn is not None:
+            conn = hold.conn
+
+            def on_hold(work: Callable[[psycopg.Connection[Any]], T], **_: bool) -> T:
+                return work(conn)
+
+            try:
+                return self._sql.read(on_hold, name, after, upto)
+            except psycopg.Error:
+                self._idle_again(conn, hold.session)  # the lock is lost with its transaction
+                hold.conn = None
         return self._sql.read(self._run, name, after, upto)
 
     def append(
@@ -401,6 +456,10 @@ class PostgresStore:
             "removed": list(removed),
             "config": config,
             "parent": parent,
+            "class": _LOCK_CLASS,
+            # In a lock block that did not wait: the commit goes in only if no other writer
+            # holds the lock (its transaction takes it, for the one statement; see lock).
+            "key": _lock_key(name) if self._yields(name) else None,
         }
 
         seqs, rows = [seq for seq, _ in written], [row for _, row in written]
@@ -437,11 +496,20 @@ class PostgresStore:
                     mine = found is not None and found[0] == operation
             return mine
 
+        held = self._held_here(name)
         tries = self._retry.tries()
         while True:
             learning = sent_on is not None
             try:
-                if self._attempt(learn if learning else commit):
+                if held is not None and not learning:
+                    # Under this thread's writer lock: on its transaction, whose COMMIT lets go.
+                    sent_on, hold, held = held.session, held, None
+                    done = self._commit_held(hold, {**params, "seqs": seqs, "rows": rows})
+                elif learning:
+                    done = self._attempt(learn)
+                else:
+                    done = self._attempt(commit)
+                if done:
                     return True
                 if not learning and not self._retrying(lambda conn: self._sql.known(conn, name)):
                     raise KeyError(name)  # never opened, or dropped: nothing written
@@ -462,6 +530,161 @@ class PostgresStore:
                     f" while it was sent, and PostgreSQL could not be reached again within {self.timeout} s"
                     f" ({lost})"
                 ) from self._unreachable(lost)
+
+    #: A writer lock costs a round trip here: a :class:`~lethe.store.Shared` takes it only
+    #: once its memory has other writers (see :meth:`lock`).
+    lock_round_trip = True
+
+    def lock(self, name: str, waiting: Callable[[], object] | None = None, *, wait: bool = True) -> _WriterLock:
+        """Hold the writer lock of the memory ``name`` for a ``with`` block, against the writers
+        of every process and host; the block gets whether it is held.
+
+        :class:`~lethe.store.Shared` takes it (unless made with ``locking=False``) around
+        each write once the memory has other writers, so its function runs once per commit
+        however many writers race; a writer alone commits in one round trip, without it.
+        It is a session-level advisory lock (``pg_advisory_lock``, keys ``"leth"`` and a
+        hash of the name) on a connection of its own, so it never holds rows, the
+        compaction or a drop: the server releases it when that session ends (a client
+        killed included), and a writer that waits for it a second (or ``timeout``, when
+        shorter) goes on without it (a commit never depends on it: see ``Store.append``).
+        Reentrant within a thread.  ``waiting`` is not called: the wait is the server's.
+
+        With ``wait=False`` nothing is taken (no round trip, and the block gets False), but
+        the commits made in the block go in only while no other writer holds the lock:
+        a writer that found no other writer's commit at its last read goes ahead alone,
+        and never past one that took the lock.
+        """
+        return _WriterLock(self, name, wait)
+
+    def _modes(self) -> dict[str, list[bool]]:
+        """This thread's lock blocks, by memory, innermost last: whether each waited."""
+        modes: dict[str, list[bool]] | None = getattr(self._blocks, "modes", None)
+        if modes is None:
+            modes = self._blocks.modes = {}
+        return modes
+
+    def _yields(self, name: str) -> bool:
+        """Whether a commit of ``name`` from this thread goes in only while no writer holds its
+        lock: made in a lock block that did not wait (see :meth:`lock`)."""
+        modes = self._modes().get(name)
+        return modes is not None and not modes[-1]
+
+    def _take(self, name: str) -> _Hold | None:
+        """The writer lock of ``name`` taken by this thread (None: not, after waiting for it
+        ``_LOCK_PATIENCE`` seconds or ``timeout`` at most, or the server could not take it)."""
+        me = threading.get_ident()
+        with self._holds_lock:
+            hold = self._holds.setdefault(name, _Hold())
+        if hold.owner == me:
+            hold.depth += 1
+            return hold
+        patience = min(self.timeout, _LOCK_PATIENCE)
+        if not hold.mutex.acquire(timeout=patience):
+            return None
+        try:
+            conn, session = self._lock_connection()
+        except (_Lost, StoreError):
+            hold.mutex.release()
+            return None
+        begin, wait, take, timeout = _TAKE
+        try:
+            with _pipeline(conn):  # one round trip
+                conn.execute(begin)
+                conn.execute(wait, (f"{max(1, int(patience * 1000))}ms",))
+                conn.execute(take, (_LOCK_CLASS, _lock_key(name)))
+                conn.execute(timeout, (f"{int(self.timeout * 1000)}ms",))
+        except psycopg.Error:
+            self._idle_again(conn, session)  # waited its patience (or broke: then closed)
+            hold.mutex.release()
+            return None
+        except BaseException:  # an interrupt while waiting: the session may still get the lock
+            conn.close()
+            hold.mutex.release()
+            raise
+        hold.owner, hold.depth, hold.conn, hold.session, hold.alone = me, 1, conn, session, False
+        return hold
+
+    def _let_go(self, hold: _Hold) -> None:
+        """End a block of ``hold``: the last one ends its transaction, if the commit did not
+        (nothing was committed), and so lets go of the lock."""
+        hold.depth -= 1
+        if hold.depth:
+            return
+        conn, session, hold.conn, hold.owner = hold.conn, hold.session, None, None
+        try:
+            if conn is not None:
+                self._idle_again(conn, session)
+        finally:
+            hold.mutex.release()
+
+    def _held_here(self, name: str) -> _Hold | None:
+        """The writer lock of ``name`` while this thread holds it, its transaction open."""
+        hold = self._holds.get(name)
+        if hold is None or hold.owner != threading.get_ident() or hold.conn is None:
+            return None
+        if hold.conn.info.transaction_status != psycopg.pq.TransactionStatus.INTRANS:
+            return None  # ended by its commit, or broken
+        return hold
+
+    def _lock_connection(self) -> tuple[psycopg.Connection[Any], tuple[int, datetime]]:
+        """A connection to take a writer lock on: an idle one of this process, or a new one."""
+        pid = os.getpid()
+        with self._holds_lock:
+            while self._idle:
+                owner, conn, session = self._idle.pop()
+                if owner == pid and not conn.closed:
+                    return conn, session
+        if self._closed:
+            raise StoreError("the store is closed")
+        return self._connect()
+
+    def _idle_again(self, conn: psycopg.Connection[Any], session: tuple[int, datetime] | None) -> None:
+        """Keep ``conn`` (whose session is ``session``) for the next lock, its transaction (if
+        one is open) rolled back."""
+        try:
+            if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                conn.execute("ROLLBACK")
+        except psycopg.Error:
+            conn.close()
+        with self._holds_lock:
+            if session is None or conn.closed or self._closed or len(self._idle) >= _IDLE_LOCKS:
+                conn.close()
+            else:
+                self._idle.append((os.getpid(), conn, session))
+
+    def _commit_held(self, hold: _Hold, values: dict[str, Any]) -> bool:
+        """A commit on a writer lock's connection, and the COMMIT of its transaction, in one
+        round trip: whether it went in.  Whatever happens the transaction ends (the lock with it).
+        It also notes whether another writer waited for the lock then (see ``_WriterLock.alone``).
+
+        Raises:
+            _Lost: the connection broke (whether the commit went in is for the caller to learn).
+            StoreError: a lock it needed stayed held past ``timeout``: nothing was written.
+        """
+        conn = hold.conn
+        assert conn is not None
+        key = _lock_key(values["name"]) & 0xFFFF_FFFF
+        try:
+            with _pipeline(conn):
+                cursor = conn.execute(_APPEND, values)
+                waiting = conn.execute(_WAITERS, (_LOCK_CLASS, key))
+                conn.execute("COMMIT")
+            done, others = cursor.fetchone(), waiting.fetchone()
+            hold.alone = others is not None and not others[0]
+            return done is not None and done[0] == 1
+        except psycopg.Error as exc:
+            if conn.closed:
+                raise _Lost(exc) from None
+            try:
+                conn.execute("ROLLBACK")
+            except psycopg.Error as again:
+                conn.close()
+                raise _Lost(again) from None
+            if isinstance(exc, _errors.UniqueViolation):
+                return False  # rolled back: nothing written
+            if isinstance(exc, _errors.LockNotAvailable):
+                raise StoreError(f"the memory stayed locked by another writer for {self.timeout} s") from None
+            raise
 
     def wait(self, name: str, after: int, timeout: float) -> int:
         """See :meth:`lethe.store.Store.wait`.
@@ -554,6 +777,60 @@ class PostgresStore:
 # Connections found in a process that did not open them: kept referenced, never used or closed.
 _INHERITED: list[psycopg.Connection[Any]] = []
 
+#: The most connections a store keeps for writer locks while none is held.
+_IDLE_LOCKS = 4
+
+
+class _Hold:
+    """One memory's writer lock in this process: its thread lock, owner, depth (reentrant),
+    and the connection whose open transaction holds the server's lock, with its session."""
+
+    __slots__ = ("alone", "conn", "depth", "mutex", "owner", "session")
+
+    def __init__(self) -> None:
+        self.mutex = threading.Lock()
+        self.owner: int | None = None
+        self.depth = 0
+        self.conn: psycopg.Connection[Any] | None = None
+        self.session: tuple[int, datetime] | None = None
+        self.alone = False  # no other writer waited for the lock at this hold's commit
+
+
+def _pipeline(conn: psycopg.Connection[Any]) -> AbstractContextManager[object]:
+    """Send the block's statements in one round trip, where libpq can (14 and later)."""
+    return conn.pipeline() if _PIPELINES else nullcontext()
+
+
+class _WriterLock:
+    """One block of a memory's writer lock (see :meth:`PostgresStore.lock`)."""
+
+    __slots__ = ("_got", "_name", "_store", "_wait")
+
+    def __init__(self, store: PostgresStore, name: str, wait: bool) -> None:
+        self._store, self._name, self._wait = store, name, wait
+        self._got: _Hold | None = None
+
+    @property
+    def alone(self) -> bool:
+        """Whether no other writer waited for the lock when the block's commit went in (False
+        before, or without, a commit under it): the next write may go alone again."""
+        return self._got is not None and self._got.alone
+
+    def __enter__(self) -> bool:
+        self._got = self._store._take(self._name) if self._wait else None
+        self._store._modes().setdefault(self._name, []).append(self._wait)
+        return self._got is not None
+
+    def __exit__(self, *exc: object) -> None:
+        modes = self._store._modes()
+        blocks = modes[self._name]
+        blocks.pop()
+        if not blocks:
+            del modes[self._name]
+        got, self._got = self._got, None
+        if got is not None:
+            self._store._let_go(got)
+
 #: What psycopg raises (nothing when it is not installed): for callers that guard a raw client error.
 CLIENT_ERRORS: tuple[type[Exception], ...] = () if _MISSING else (psycopg.Error,)
 
@@ -607,6 +884,13 @@ def _after_fork_in_child() -> None:
         store._waiting_lock = threading.Lock()
         store._waiting = 0
         store._heard = {}
+        # The parent's writer locks are its sessions', not the child's.
+        _INHERITED.extend(conn for _, conn, _ in store._idle)
+        _INHERITED.extend(hold.conn for hold in store._holds.values() if hold.conn is not None)
+        store._holds_lock = threading.Lock()
+        store._holds = {}
+        store._idle = []
+        store._blocks = threading.local()
 
 
 if hasattr(os, "register_at_fork"):

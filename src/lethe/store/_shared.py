@@ -12,7 +12,7 @@ import time
 import warnings
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from typing import Any, Generic, TypeVar
 
 from lethe._core.change import Change
@@ -143,8 +143,9 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-#: The writer lock of an engine that has none, or of a Shared made with locking=False.
-_UNLOCKED = nullcontext(False)
+def _unlocked(name: str, waiting: object = None) -> AbstractContextManager[bool]:
+    """The writer lock of an engine that has none, or of a Shared made with locking=False."""
+    return nullcontext(False)
 
 #: How many times a catch-up starts again from the current entries when other writers keep
 #: compacting the log past them (each time from a newer version) before it reports a gap.
@@ -214,8 +215,8 @@ class Shared(Generic[K, V]):
 
     Thread safety: one ``Shared`` serializes its own writers with a lock;
     several ``Shared`` objects (in one or many processes) on one store take
-    turns through the engine's writer lock where it has one (SQLite), and
-    race through the store's compare-and-swap where it has not.
+    turns through the engine's writer lock where it has one (SQLite,
+    PostgreSQL), and race through the store's compare-and-swap where it has not.
 
     Args:
         store: Where the log is kept (:class:`~lethe.store.SQLiteStore`,
@@ -236,11 +237,16 @@ class Shared(Generic[K, V]):
             writer one clock.
         locking: Hold the store's writer lock of the memory from each write's
             catch-up to its commit, where the engine has one
-            (:meth:`SQLiteStore.lock <lethe.store.SQLiteStore.lock>`): writers take
-            turns, and ``fn`` runs once per commit however many race.  False: write
-            optimistically everywhere (``fn`` runs again after another writer's commit),
-            for a ``fn`` that takes long (a slow ``summarize_fn``) and would keep the
-            others waiting.
+            (:meth:`SQLiteStore.lock <lethe.store.SQLiteStore.lock>`,
+            :meth:`PostgresStore.lock <lethe.store.PostgresStore.lock>`): writers take
+            turns, and ``fn`` runs once per commit however many race.  On PostgreSQL
+            the lock costs a round trip, so a writer alone (no other writer's commit at
+            its last read, and no one waiting for the lock at its last commit) commits
+            without it, in one round trip, and runs ``fn`` again once if another writer
+            came meanwhile.  False: write optimistically everywhere (``fn`` runs again
+            after another writer's commit), for a ``fn`` that takes long (a slow
+            ``summarize_fn``) and would keep the others waiting, or the most commits
+            per second with a cheap one.
 
     A custom decay function is stored by its identity (its qualified name and
     parameters, or a ``name`` it declares), so a process with another one is
@@ -851,14 +857,24 @@ class Shared(Generic[K, V]):
         """:meth:`transact`; once ``cancel`` is requested, no commit is sent (:class:`_Stopped`
         is raised instead), and it is told of a commit made."""
         with self._lock:
-            with self._write() as outer, self._held() as locked:
+            with self._write() as outer, ExitStack() as held:
                 running = _writing()[(id(self._store), self._name)] if outer is None else None
                 writing_runs = 0  # runs of fn that wrote to this memory through another object
                 # Under the engine's writer lock, where it has one: read first, and fn runs once
                 # (the lock does not tell whether another writer committed since this one last
                 # read).  Without one, when the last read found no one else's commit: send the
                 # commit without reading first (one round trip; a lost race reads what it missed).
+                # A lock that costs a round trip (a server's) is taken only then: alone, the
+                # commit goes in without it, unless another writer holds it.
+                lock, later = self._writer_lock()
+                locked = later is None and held.enter_context(lock(self._name, self._catch_up))
                 unread = not locked and self._fresh and self._head_text is not None
+                if later is not None:
+                    if unread:
+                        held.enter_context(later)
+                    else:
+                        self._contend(held, lock)
+                        later = None
                 if not unread:
                     self._catch_up()
                 while True:
@@ -896,6 +912,10 @@ class Shared(Generic[K, V]):
                                 "far), so it can never commit; make every change in that function's own memory "
                                 "(the one it was given)"
                             )
+                    if later is not None:  # (a race lost alone: another writer is here)
+                        held.close()
+                        self._contend(held, lock)
+                        later = None
                     self._lost()
                 if outer is not None and isinstance(committed, Memory):
                     outer.commits += 1
@@ -905,6 +925,20 @@ class Shared(Generic[K, V]):
                 # Outside the write: on_evict may write to this memory again.
                 self._report(committed)
             return result
+
+    def _contend(self, held: ExitStack, lock: Callable[..., AbstractContextManager[bool]]) -> None:
+        """Take a writer lock that costs a round trip for the rest of this write (``held``): the
+        memory has other writers.  So are the next writes, unless the lock says no other writer
+        waited for it at this one's commit (its ``alone``) and the read under it found no one
+        else's commit, or until a read outside a write (a ``current()``) finds none: then this
+        one commits alone again, in one round trip.  (Finding nothing new under the lock does not
+        tell on its own: the others may be waiting for it.)"""
+        block = lock(self._name, self._catch_up)
+        held.enter_context(block)
+        held.callback(self._contended, block)
+
+    def _contended(self, block: object) -> None:
+        self._fresh = self._fresh and getattr(block, "alone", False) is True
 
     def _newer(self, version: int) -> bool:
         """Catch up; whether that found versions after ``version`` (what a run of ``fn`` on a
@@ -938,18 +972,22 @@ class Shared(Generic[K, V]):
                 self._summaries.clear()
                 self._attempt.clear()
 
-    def _held(self) -> AbstractContextManager[object]:
-        """The store's writer lock of this memory, for one write (see ``SQLiteStore.lock``): held
-        from the catch-up to the commit, so ``fn`` runs once.  Nothing where the engine has no
-        such lock (a server's engine, a wrapper) or this object was made with ``locking=False``.
+    def _writer_lock(self) -> tuple[Callable[..., AbstractContextManager[bool]], AbstractContextManager[bool] | None]:
+        """The store's writer lock of this memory, ``lock(name, waiting)`` for one write (see
+        ``SQLiteStore.lock``): held from the catch-up to the commit, so ``fn`` runs once.
+        Nothing where the engine has no such lock (a wrapper) or this object was made with
+        ``locking=False``.  While another writer holds it, this one folds in what was committed
+        meanwhile (``waiting``): once it holds the lock, little is left to fold.
 
-        While another writer holds it, this one folds in what was committed meanwhile: once it
-        holds the lock, little is left to fold (the folding is not what writers take turns at)."""
+        Second, for a lock that costs a round trip (``lock_round_trip``, a server's): the block
+        of a commit sent without taking it, which goes in only while no other writer holds it."""
         lock = getattr(self._store, "lock", None) if self._locking else None
         if lock is None:
-            return _UNLOCKED
-        held: AbstractContextManager[object] = lock(self._name, self._catch_up)
-        return held
+            return _unlocked, None
+        if getattr(self._store, "lock_round_trip", False):
+            later: AbstractContextManager[bool] = lock(self._name, None, wait=False)
+            return lock, later
+        return lock, None
 
     def _lost(self) -> None:
         """After a commit that did not go in: someone committed its version first, or it never
@@ -1053,7 +1091,7 @@ class Shared(Generic[K, V]):
                 f"configure changes the stored configuration ({', '.join(STORED)}); "
                 f"{', '.join(local)} cannot be stored: give hooks in the template"
             )
-        with self._write() as outer, self._held():
+        with self._write() as outer, self._writer_lock()[0](self._name, self._catch_up):
             self._catch_up()
             while True:
                 base, version, tip, parent = self._replica, self._version, self._tip, self._head_text
