@@ -92,24 +92,30 @@ def check_entries(
         first = next(len(e.vector) for e in built if e.vector is not None)
         i = next(i for i, e in enumerate(built) if e.vector is not None and len(e.vector) != first)
         raise ValueError(f"entries[{i}].vector: {len(built[i].vector)} dimensions; the memory's vectors have {first}")  # type: ignore[arg-type]
-    seen = "none" if latest is None else latest.isoformat()
+    seen = "none" if latest is None else latest  # (formatted only in a message)
     late = built and max(max(map(exact, built)) for exact in _CLOCKED_US) > latest_us
     for i in range(len(built)) if late else compress(range(len(built)), map(is_not, map(_STATE, built), repeat(None))):
         e = built[i]
         for name, exact in _CLOCKED:  # instants a clock reading gave: none after the latest one
             if getattr(e, exact) > latest_us:
-                raise ValueError(f"entries[{i}].{name}: after the latest clock reading ({seen})")
+                raise ValueError(f"entries[{i}].{name}: after the latest clock reading ({_iso(seen)})")
         if e.decay_state is None:
             continue
 
         def after(t: float, i: int = i, inserted_us: float = e.inserted_us) -> float:
             if t > latest_us:
-                raise ValueError(f"entries[{i}].decay_state: an access time after the latest clock reading ({seen})")
+                raise ValueError(
+                    f"entries[{i}].decay_state: an access time after the latest clock reading ({_iso(seen)})"
+                )
             if t < inserted_us:
                 raise ValueError(f"entries[{i}].decay_state: an access time before the entry's inserted_at")
             return t
 
         moved_state(fn, e.decay_state, after, lambda state: state)
+
+
+def _iso(moment: datetime | str) -> str:
+    return moment if isinstance(moment, str) else moment.isoformat()
 
 
 def _shifted(e: Entry[Any, Any], where: str, delta: Any, delta_us: float, decay_fn: Any) -> Entry[Any, Any]:

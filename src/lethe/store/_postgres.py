@@ -315,7 +315,8 @@ class PostgresStore:
 
     def _attempt(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
         """``work(connection)`` under the lock; raises :class:`_Lost` if the connection
-        could not be made or broke, and :class:`StoreError` for a lock held past ``timeout``."""
+        could not be made or broke, and :class:`StoreError` for a lock held past ``timeout`` or
+        a statement the server ended (cancelled, past a ``statement_timeout``: rolled back)."""
         with self._lock:
             conn = self._connection()
             try:
@@ -325,7 +326,7 @@ class PostgresStore:
                     raise _Lost(exc) from None
                 if isinstance(exc, _errors.LockNotAvailable):
                     raise StoreError(f"the memory stayed locked by another writer for {self.timeout} s") from None
-                raise
+                raise StoreError(f"PostgreSQL ended the statement (nothing was written): {str(exc).strip()}") from None
 
     def _retrying(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
         """``work(connection)``, on a new connection again while the connection fails, for up
@@ -542,18 +543,25 @@ class PostgresStore:
         :class:`~lethe.store.Shared` takes it (unless made with ``locking=False``) around
         each write once the memory has other writers, so its function runs once per commit
         however many writers race; a writer alone commits in one round trip, without it.
-        It is a session-level advisory lock (``pg_advisory_lock``, keys ``"leth"`` and a
-        hash of the name) on a connection of its own, so it never holds rows, the
-        compaction or a drop: the server releases it when that session ends (a client
-        killed included), and a writer that waits for it a second (or ``timeout``, when
-        shorter) goes on without it (a commit never depends on it: see ``Store.append``).
-        Reentrant within a thread.  ``waiting`` is not called: the wait is the server's.
+        It is a transaction-level advisory lock (``pg_advisory_xact_lock``, keys
+        ``"leth"`` and a hash of the name) in a transaction on a connection of its own,
+        begun in one round trip; in the block this thread reads and commits the memory
+        on that transaction, and the commit's ``COMMIT`` (in the commit's round trip)
+        lets go.  It holds no rows: readers, the compaction and a drop never wait for it.
+        The server lets go when the session ends (a client killed included, and one idle
+        in the transaction past ``timeout``), and a writer that waits for it a second
+        (or ``timeout``, when shorter) goes on without it (a commit never depends on it:
+        see ``Store.append``).  Reentrant within a thread.  ``waiting`` is not called:
+        the wait is the server's.  The block's ``alone`` tells whether no other writer
+        (of any process) waited for the lock at its commit.
 
         With ``wait=False`` nothing is taken (no round trip, and the block gets False), but
         the commits made in the block go in only while no other writer holds the lock:
         a writer that found no other writer's commit at its last read goes ahead alone,
         and never past one that took the lock.
         """
+        if self._closed:
+            raise StoreError("the store is closed")
         return _WriterLock(self, name, wait)
 
     def _modes(self) -> dict[str, list[bool]]:
@@ -579,30 +587,39 @@ class PostgresStore:
             hold.depth += 1
             return hold
         patience = min(self.timeout, _LOCK_PATIENCE)
-        if not hold.mutex.acquire(timeout=patience):
-            return None
+        hold.waiting += 1  # (seen by the holder's commit: see _WriterLock.alone)
         try:
-            conn, session = self._lock_connection()
-        except (_Lost, StoreError):
-            hold.mutex.release()
+            got = hold.mutex.acquire(timeout=patience)
+        finally:
+            hold.waiting -= 1
+        if not got:
             return None
         begin, wait, take, timeout = _TAKE
-        try:
-            with _pipeline(conn):  # one round trip
-                conn.execute(begin)
-                conn.execute(wait, (f"{max(1, int(patience * 1000))}ms",))
-                conn.execute(take, (_LOCK_CLASS, _lock_key(name)))
-                conn.execute(timeout, (f"{int(self.timeout * 1000)}ms",))
-        except psycopg.Error:
-            self._idle_again(conn, session)  # waited its patience (or broke: then closed)
-            hold.mutex.release()
-            return None
-        except BaseException:  # an interrupt while waiting: the session may still get the lock
-            conn.close()
-            hold.mutex.release()
-            raise
-        hold.owner, hold.depth, hold.conn, hold.session, hold.alone = me, 1, conn, session, False
-        return hold
+        for _ in range(2):  # a second try on a new connection when a kept one had broken
+            try:
+                conn, session = self._lock_connection()
+            except (_Lost, StoreError):
+                break
+            try:
+                with _pipeline(conn):  # one round trip
+                    conn.execute(begin)
+                    conn.execute(wait, (f"{max(1, int(patience * 1000))}ms",))
+                    conn.execute(take, (_LOCK_CLASS, _lock_key(name)))
+                    conn.execute(timeout, (f"{int(self.timeout * 1000)}ms",))
+            except psycopg.Error as exc:
+                if isinstance(exc, _errors.LockNotAvailable) and not conn.closed:
+                    self._idle_again(conn, session)  # waited its patience: the connection is fine
+                    break
+                conn.close()
+                continue
+            except BaseException:  # an interrupt while waiting: the session may still get the lock
+                conn.close()
+                hold.mutex.release()
+                raise
+            hold.owner, hold.depth, hold.conn, hold.session, hold.alone = me, 1, conn, session, False
+            return hold
+        hold.mutex.release()
+        return None
 
     def _let_go(self, hold: _Hold) -> None:
         """End a block of ``hold``: the last one ends its transaction, if the commit did not
@@ -620,8 +637,8 @@ class PostgresStore:
     def _held_here(self, name: str) -> _Hold | None:
         """The writer lock of ``name`` while this thread holds it, its transaction open."""
         hold = self._holds.get(name)
-        if hold is None or hold.owner != threading.get_ident() or hold.conn is None:
-            return None
+        if hold is None or hold.owner != threading.get_ident() or hold.conn is None or self._closed:
+            return None  # (closed: the usual path says so)
         if hold.conn.info.transaction_status != psycopg.pq.TransactionStatus.INTRANS:
             return None  # ended by its commit, or broken
         return hold
@@ -636,7 +653,11 @@ class PostgresStore:
                     return conn, session
         if self._closed:
             raise StoreError("the store is closed")
-        return self._connect()
+        conn, session = self._connect()
+        # No statement prepared on the server: a pipeline cut short (a lock waited for too long)
+        # would leave one psycopg believes prepared, and every later use of it would fail.
+        conn.prepare_threshold = None
+        return conn, session
 
     def _idle_again(self, conn: psycopg.Connection[Any], session: tuple[int, datetime] | None) -> None:
         """Keep ``conn`` (whose session is ``session``) for the next lock, its transaction (if
@@ -670,7 +691,7 @@ class PostgresStore:
                 waiting = conn.execute(_WAITERS, (_LOCK_CLASS, key))
                 conn.execute("COMMIT")
             done, others = cursor.fetchone(), waiting.fetchone()
-            hold.alone = others is not None and not others[0]
+            hold.alone = others is not None and not others[0] and not hold.waiting  # (this process's too)
             return done is not None and done[0] == 1
         except psycopg.Error as exc:
             if conn.closed:
@@ -684,7 +705,7 @@ class PostgresStore:
                 return False  # rolled back: nothing written
             if isinstance(exc, _errors.LockNotAvailable):
                 raise StoreError(f"the memory stayed locked by another writer for {self.timeout} s") from None
-            raise
+            raise StoreError(f"PostgreSQL refused the commit (nothing was written): {str(exc).strip()}") from None
 
     def wait(self, name: str, after: int, timeout: float) -> int:
         """See :meth:`lethe.store.Store.wait`.
@@ -785,11 +806,12 @@ class _Hold:
     """One memory's writer lock in this process: its thread lock, owner, depth (reentrant),
     and the connection whose open transaction holds the server's lock, with its session."""
 
-    __slots__ = ("alone", "conn", "depth", "mutex", "owner", "session")
+    __slots__ = ("alone", "conn", "depth", "mutex", "owner", "session", "waiting")
 
     def __init__(self) -> None:
         self.mutex = threading.Lock()
         self.owner: int | None = None
+        self.waiting = 0  # threads of this process waiting for it (pg_locks does not show them)
         self.depth = 0
         self.conn: psycopg.Connection[Any] | None = None
         self.session: tuple[int, datetime] | None = None
@@ -804,11 +826,12 @@ def _pipeline(conn: psycopg.Connection[Any]) -> AbstractContextManager[object]:
 class _WriterLock:
     """One block of a memory's writer lock (see :meth:`PostgresStore.lock`)."""
 
-    __slots__ = ("_got", "_name", "_store", "_wait")
+    __slots__ = ("_got", "_name", "_pid", "_store", "_wait")
 
     def __init__(self, store: PostgresStore, name: str, wait: bool) -> None:
         self._store, self._name, self._wait = store, name, wait
         self._got: _Hold | None = None
+        self._pid = os.getpid()
 
     @property
     def alone(self) -> bool:
@@ -822,12 +845,14 @@ class _WriterLock:
         return self._got is not None
 
     def __exit__(self, *exc: object) -> None:
+        got, self._got = self._got, None
+        if self._pid != os.getpid():
+            return  # a child forked inside the block: the lock and its connection are the parent's
         modes = self._store._modes()
         blocks = modes[self._name]
         blocks.pop()
         if not blocks:
             del modes[self._name]
-        got, self._got = self._got, None
         if got is not None:
             self._store._let_go(got)
 

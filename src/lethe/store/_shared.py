@@ -968,7 +968,7 @@ class Shared(Generic[K, V]):
                 yield outer
             finally:
                 if outer is None:
-                    del writing[key]
+                    writing.pop(key, None)  # (None: a child forked inside the write, with a fresh registry)
                 self._summaries.clear()
                 self._attempt.clear()
 
