@@ -287,3 +287,37 @@ def test_a_writer_interrupted_while_it_waits_leaves_the_lock_free(
         _kill(process)
         with store.lock("notes") as held:
             assert held  # the interrupted wait let go of this process's part of the lock
+
+
+def test_writers_queued_behind_a_slow_fn_wait_while_the_lock_changes_hands(tmp_path: Path) -> None:
+    # 4 writers, a fn of 0.35 s: the last in the queue waits about a second for its turn, past
+    # the lock's patience; the lock changed hands meanwhile, so it waits on: fn runs once a commit.
+    path = str(tmp_path / "slow.db")
+    runs = [0] * WRITERS
+    errors: list[BaseException] = []
+    start = threading.Barrier(WRITERS)
+    SQLiteStore(path).close()
+
+    def writer(w: int) -> None:
+        try:
+            with SQLiteStore(path) as store:
+                shared: Shared[str, int] = Shared(store, "notes", Memory())
+                start.wait(timeout=60)
+                for i in range(3):
+
+                    def put(m: Memory[str, int], key: str = f"w{w}-{i}") -> Memory[str, int]:
+                        runs[w] += 1
+                        time.sleep(0.35)
+                        return m.put(w, key=key)
+
+                    shared.update(put)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(WRITERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == []
+    assert sum(runs) == 3 * WRITERS

@@ -370,3 +370,38 @@ def test_a_child_forked_inside_fn_leaves_the_parents_lock_alone(postgres_dsn: st
         assert shared.version == 2
         with other.lock("notes") as held:
             assert held  # the parent's commit let go of it
+
+
+def test_writers_queued_behind_a_slow_fn_wait_while_the_lock_changes_hands(postgres_dsn: str) -> None:
+    # 4 writers, a fn of 0.35 s: the last in the queue waits about a second for its turn, past
+    # the lock's patience; the lock changed hands meanwhile, so it waits on, and fn runs once per
+    # commit but for each writer's first (see test_fn_runs_once_per_commit_across_processes).
+    runs = [0] * WRITERS
+    errors: list[BaseException] = []
+    start = threading.Barrier(WRITERS)
+    with PostgresStore(postgres_dsn) as store:
+        Shared(store, "notes", Memory())
+
+    def writer(w: int) -> None:
+        try:
+            with PostgresStore(postgres_dsn) as store:
+                shared: Shared[str, int] = Shared(store, "notes", Memory())
+                start.wait(timeout=60)
+                for i in range(3):
+
+                    def put(m: Memory[str, int], key: str = f"w{w}-{i}") -> Memory[str, int]:
+                        runs[w] += 1
+                        time.sleep(0.35)
+                        return m.put(w, key=key)
+
+                    shared.update(put)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(WRITERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == []
+    assert sum(runs) <= 3 * WRITERS + WRITERS

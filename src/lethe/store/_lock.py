@@ -17,9 +17,11 @@ wait for itself; a byte per memory lets it.
 The lock only saves work, correctness never rests on it, so it never makes a writer hang:
 
 * the system releases it when its process dies (``kill -9`` included);
-* a writer that waits for it longer than ``patience`` seconds (a holder whose ``fn`` is slow,
-  or two writers each holding one memory and writing the other's) writes without it, as
-  before, and its commit is as safe;
+* a writer that waits for it ``patience`` seconds while it does not change hands (a holder
+  whose ``fn`` is slow, or two writers each holding one memory and writing the other's) writes
+  without it, as before, and its commit is as safe; while it changes hands (a commit went in:
+  the writers take turns behind a ``fn`` that takes a while) the wait goes on, up to ``limit``
+  seconds in all;
 * where there is no ``fcntl`` (Windows), or the side file cannot be made (a read-only
   directory), writes go on without it.
 """
@@ -91,12 +93,14 @@ class FileLocks:
     """The writer locks of the memories kept in one database file (see the module's docstring).
 
     ``path`` is the database's; ``patience`` is how long a writer waits for a memory's lock
-    before it writes without it.  The side file is opened on the first write; call
-    :meth:`close` when the store closes.
+    while it does not change hands before it writes without it, ``limit`` how long at most
+    (None: ``patience``).  The side file is opened on the first write; call :meth:`close`
+    when the store closes.
     """
 
-    def __init__(self, path: str, patience: float) -> None:
+    def __init__(self, path: str, patience: float, limit: float | None = None) -> None:
         self.patience = patience
+        self.limit = max(patience, patience if limit is None else limit)
         self._key = os.path.realpath(path) + _SUFFIX
         self._pid: int | None = None  # the process this object counts as a user of its file in
         self._closed = fcntl is None
@@ -127,8 +131,9 @@ class FileLocks:
         """The writer lock of the memory ``name``, for a ``with`` block, which gets whether it
         is held (False: waited ``patience`` seconds, or no lock here).  Reentrant in a thread.
 
-        ``waiting`` is called between tries while another process holds the lock (a writer
-        folds in the commits made meanwhile, so that little is left to fold once it holds it)."""
+        ``waiting`` is called between tries while another writer holds the lock (a writer
+        folds in the commits made meanwhile, so that little is left to fold once it holds it);
+        it returns whether the memory moved on (the lock changed hands: the wait goes on)."""
         return Held(self, name, waiting)
 
     def _byte(self, name: str) -> tuple[_File, int, _Byte] | None:
@@ -160,11 +165,16 @@ class FileLocks:
         if byte.owner == me:  # a write inside this thread's own write: the lock is held already
             byte.depth += 1
             return found
-        deadline = None
+        deadline = end = None
         if not byte.mutex.acquire(blocking=False):  # (free, the usual case: no clock read)
-            deadline = time.monotonic() + self.patience
-            if not byte.mutex.acquire(timeout=self.patience):
-                return None
+            now = time.monotonic()
+            deadline, end = now + self.patience, now + self.limit
+            # The threads of this process: a turn each, the wait going on while they commit.
+            while not byte.mutex.acquire(timeout=max(0.0, min(deadline, end) - time.monotonic())):
+                now = time.monotonic()
+                if now >= end or waiting is None or not waiting():
+                    return None
+                deadline = now + self.patience
         # The other processes: polled, so that a holder that never lets go (a fn waiting on
         # something forever) delays a writer by ``patience`` at most.
         pause = 0.00002
@@ -177,14 +187,15 @@ class FileLocks:
                     if exc.errno not in (errno.EACCES, errno.EAGAIN):  # no record locks here: none
                         byte.mutex.release()
                         return None
-                if deadline is None:
-                    deadline = time.monotonic() + self.patience
-                left = deadline - time.monotonic()
+                now = time.monotonic()
+                if deadline is None or end is None:
+                    deadline, end = now + self.patience, now + self.limit
+                left = min(deadline, end) - now
                 if left <= 0:
                     byte.mutex.release()
                     return None
-                if waiting is not None:
-                    waiting()
+                if waiting is not None and waiting():
+                    deadline = now + self.patience  # the lock changed hands: the writers take turns
                 time.sleep(min(pause, left))
                 pause = min(pause * 1.5, 0.001)
         except BaseException:  # (waiting() failed, or an interrupt while asleep): not held

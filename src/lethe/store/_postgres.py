@@ -107,6 +107,9 @@ _WAITERS = (
     "SELECT EXISTS (SELECT FROM pg_locks WHERE locktype = 'advisory' AND classid = %s::bigint::oid"
     " AND objid = %s::bigint::oid AND objsubid = 2 AND NOT granted)"
 )
+#: The latest version of a memory in the log (a wait for a writer lock that saw it move on
+#: was not in vain: the lock changed hands).
+_LATEST = _named("SELECT max(version) FROM {log} WHERE name = %s")
 #: A writer lock's transaction, begun in one round trip: the lock waited for ``_LOCK_PATIENCE``
 #: at most, then the store's ``timeout`` again for what the commit waits on (a drop, say).
 _TAKE = (
@@ -550,10 +553,12 @@ class PostgresStore:
         lets go.  It holds no rows: readers, the compaction and a drop never wait for it.
         The server lets go when the session ends (a client killed included, and one idle
         in the transaction past ``timeout``), and a writer that waits for it a second
-        (or ``timeout``, when shorter) goes on without it (a commit never depends on it:
-        see ``Store.append``).  Reentrant within a thread.  ``waiting`` is not called:
-        the wait is the server's.  The block's ``alone`` tells whether no other writer
-        (of any process) waited for the lock at its commit.
+        (or ``timeout``, when shorter) while it does not change hands goes on without it
+        (a commit never depends on it: see ``Store.append``); while it changes hands (the
+        memory's latest version moved on) the wait goes on, up to ``timeout``.  Reentrant
+        within a thread.  ``waiting`` is not called: the wait is the server's.  The block's
+        ``alone`` tells whether no other writer (of any process) waited for the lock at its
+        commit.
 
         With ``wait=False`` nothing is taken (no round trip, and the block gets False), but
         the commits made in the block go in only while no other writer holds the lock:
@@ -595,7 +600,10 @@ class PostgresStore:
         if not got:
             return None
         begin, wait, take, timeout = _TAKE
-        for _ in range(2):  # a second try on a new connection when a kept one had broken
+        deadline = time.monotonic() + self.timeout
+        seen: tuple[Any, ...] | None = None  # the latest version when this wait began
+        broken = 0
+        while True:
             try:
                 conn, session = self._lock_connection()
             except (_Lost, StoreError):
@@ -603,14 +611,28 @@ class PostgresStore:
             try:
                 with _pipeline(conn):  # one round trip
                     conn.execute(begin)
+                    latest = conn.execute(_LATEST, (name,))
                     conn.execute(wait, (f"{max(1, int(patience * 1000))}ms",))
                     conn.execute(take, (_LOCK_CLASS, _lock_key(name)))
                     conn.execute(timeout, (f"{int(self.timeout * 1000)}ms",))
             except psycopg.Error as exc:
-                if isinstance(exc, _errors.LockNotAvailable) and not conn.closed:
-                    self._idle_again(conn, session)  # waited its patience: the connection is fine
+                if not isinstance(exc, _errors.LockNotAvailable) or conn.closed:
+                    conn.close()
+                    broken += 1
+                    if broken < 2:
+                        continue  # a kept connection had broken: once more, on a new one
                     break
-                conn.close()
+                # Waited its patience.  If the lock changed hands meanwhile (a commit went in),
+                # the writers are taking turns, not stuck behind one: wait again (up to the
+                # store's timeout in all); else go on without it.
+                before = seen or latest.fetchone()
+                self._idle_again(conn, session)  # (its transaction rolled back)
+                try:
+                    seen = self._attempt(lambda c: c.execute(_LATEST, (name,)).fetchone())
+                except (_Lost, StoreError):
+                    break
+                if seen == before or time.monotonic() >= deadline:
+                    break
                 continue
             except BaseException:  # an interrupt while waiting: the session may still get the lock
                 conn.close()

@@ -867,7 +867,7 @@ class Shared(Generic[K, V]):
                 # A lock that costs a round trip (a server's) is taken only then: alone, the
                 # commit goes in without it, unless another writer holds it.
                 lock, later = self._writer_lock()
-                locked = later is None and held.enter_context(lock(self._name, self._catch_up))
+                locked = later is None and held.enter_context(lock(self._name, self._moved_on))
                 unread = not locked and self._fresh and self._head_text is not None
                 if later is not None:
                     if unread:
@@ -933,12 +933,20 @@ class Shared(Generic[K, V]):
         else's commit, or until a read outside a write (a ``current()``) finds none: then this
         one commits alone again, in one round trip.  (Finding nothing new under the lock does not
         tell on its own: the others may be waiting for it.)"""
-        block = lock(self._name, self._catch_up)
+        block = lock(self._name, self._moved_on)
         held.enter_context(block)
         held.callback(self._contended, block)
 
     def _contended(self, block: object) -> None:
         self._fresh = self._fresh and getattr(block, "alone", False) is True
+
+    def _moved_on(self) -> bool:
+        """Catch up; whether that found versions after this replica's (while this writer waits
+        for the writer lock: the lock changed hands, so the writers are taking turns, not stuck
+        behind one, and the wait goes on)."""
+        version = self._version
+        self._catch_up()
+        return self._version != version
 
     def _newer(self, version: int) -> bool:
         """Catch up; whether that found versions after ``version`` (what a run of ``fn`` on a
@@ -977,7 +985,8 @@ class Shared(Generic[K, V]):
         ``SQLiteStore.lock``): held from the catch-up to the commit, so ``fn`` runs once.
         Nothing where the engine has no such lock (a wrapper) or this object was made with
         ``locking=False``.  While another writer holds it, this one folds in what was committed
-        meanwhile (``waiting``): once it holds the lock, little is left to fold.
+        meanwhile (``waiting``, which says whether it found any): once it holds the lock, little
+        is left to fold.
 
         Second, for a lock that costs a round trip (``lock_round_trip``, a server's): the block
         of a commit sent without taking it, which goes in only while no other writer holds it."""
@@ -1091,7 +1100,7 @@ class Shared(Generic[K, V]):
                 f"configure changes the stored configuration ({', '.join(STORED)}); "
                 f"{', '.join(local)} cannot be stored: give hooks in the template"
             )
-        with self._write() as outer, self._writer_lock()[0](self._name, self._catch_up):
+        with self._write() as outer, self._writer_lock()[0](self._name, self._moved_on):
             self._catch_up()
             while True:
                 base, version, tip, parent = self._replica, self._version, self._tip, self._head_text

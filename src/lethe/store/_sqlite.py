@@ -171,7 +171,7 @@ class SQLiteStore:
         self._conn: sqlite3.Connection | None = None
         self._pid = os.getpid()
         self._closed = False
-        self._locks = FileLocks(str(self.path), patience=min(self.timeout, PATIENCE))
+        self._locks = FileLocks(str(self.path), patience=min(self.timeout, PATIENCE), limit=self.timeout)
         with self._lock:
             self._connection()
         _OPEN.add(self)
@@ -422,9 +422,11 @@ class SQLiteStore:
         ``locking=False``), so its function runs once per commit however many writers race.
         It is a byte of a side file, ``<path>-lethe-lock``, per memory; the system releases it
         when its process dies, and a writer that waits for it a second (or ``timeout``, when
-        shorter) goes on without it (a commit never depends on it: see ``Store.append``).  A read-only store
-        holds none.  Reentrant within a thread.  ``waiting`` is called between tries while
-        another process holds it.
+        shorter) while it does not change hands goes on without it (a commit never depends on
+        it: see ``Store.append``); while it changes hands the wait goes on, up to ``timeout``.
+        A read-only store holds none.  Reentrant within a thread.  ``waiting`` is called
+        between tries while another writer holds it, and returns whether the memory moved on
+        meanwhile (a commit went in: the lock changed hands).
         """
         if self.read_only:
             return nullcontext(False)
