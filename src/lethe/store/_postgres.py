@@ -430,7 +430,7 @@ class PostgresStore:
             try:
                 return self._sql.read(on_hold, name, after, upto)
             except psycopg.Error:
-                self._idle_again(conn, hold.session)  # the lock is lost with its transaction
+                conn.close()  # the lock is lost with its transaction
                 hold.conn = None
         return self._sql.read(self._run, name, after, upto)
 
@@ -626,7 +626,7 @@ class PostgresStore:
                 # the writers are taking turns, not stuck behind one: wait again (up to the
                 # store's timeout in all); else go on without it.
                 before = seen or latest.fetchone()
-                self._idle_again(conn, session)  # (its transaction rolled back)
+                conn.close()  # (see _commit_held: not kept after a pipeline cut short)
                 try:
                     seen = self._attempt(lambda c: c.execute(_LATEST, (name,)).fetchone())
                 except (_Lost, StoreError):
@@ -675,11 +675,7 @@ class PostgresStore:
                     return conn, session
         if self._closed:
             raise StoreError("the store is closed")
-        conn, session = self._connect()
-        # No statement prepared on the server: a pipeline cut short (a lock waited for too long)
-        # would leave one psycopg believes prepared, and every later use of it would fail.
-        conn.prepare_threshold = None
-        return conn, session
+        return self._connect()
 
     def _idle_again(self, conn: psycopg.Connection[Any], session: tuple[int, datetime] | None) -> None:
         """Keep ``conn`` (whose session is ``session``) for the next lock, its transaction (if
@@ -718,11 +714,10 @@ class PostgresStore:
         except psycopg.Error as exc:
             if conn.closed:
                 raise _Lost(exc) from None
-            try:
-                conn.execute("ROLLBACK")
-            except psycopg.Error as again:
-                conn.close()
-                raise _Lost(again) from None
+            # Closed, not kept: a pipeline cut short can leave psycopg believing in a statement
+            # it prepared that the server never made, and every later use of it would fail.
+            # Closing ends the transaction (nothing of it was committed) and lets go of the lock.
+            conn.close()
             if isinstance(exc, _errors.UniqueViolation):
                 return False  # rolled back: nothing written
             if isinstance(exc, _errors.LockNotAvailable):
