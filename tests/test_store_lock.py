@@ -17,8 +17,8 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -26,87 +26,28 @@ from lethe import Memory
 from lethe.store import Shared, SQLiteStore
 
 from ._support import fake_clock
+from ._writers import race_in_processes, race_in_threads, take_turns
 
 WRITERS = 4
 UPDATES = 30
 
 
-def _counting_writer(path: str, worker: int, updates: int, locking: bool, start: Any, out: Any) -> None:
-    runs = 0
-
-    def put(m: Memory[str, int], key: str) -> Memory[str, int]:
-        nonlocal runs
-        runs += 1
-        time.sleep(0.001)  # a fn that takes a moment: without the lock, the others commit meanwhile
-        return m.put(worker, key=key)
-
-    with SQLiteStore(path) as store:
-        shared: Shared[str, int] = Shared(store, "notes", Memory(max_entries=10_000), locking=locking)
-        start.wait(timeout=60)
-        for i in range(updates):
-            shared.update(lambda m, i=i: put(m, f"w{worker}-{i}"))  # type: ignore[misc]
-    out.put(runs)
-
-
-def _race(path: str, locking: bool) -> tuple[int, int]:
-    """``WRITERS`` spawned processes, ``UPDATES`` commits each: (runs of fn, versions committed)."""
-    context = multiprocessing.get_context("spawn")
-    start, out = context.Barrier(WRITERS), context.Queue()
-    procs = [
-        context.Process(target=_counting_writer, args=(path, w, UPDATES, locking, start, out)) for w in range(WRITERS)
-    ]
-    for p in procs:
-        p.start()
-    runs = sum(out.get(timeout=120) for _ in procs)
-    for p in procs:
-        p.join(timeout=60)
-        assert p.exitcode == 0
-    with SQLiteStore(path) as store:
-        shared: Shared[str, int] = Shared(store, "notes", Memory(max_entries=10_000))
-        assert len(shared.current()) == WRITERS * UPDATES  # nothing lost either way
-        return runs, shared.version
-
-
 def test_fn_runs_once_per_commit_across_processes(tmp_path: Path) -> None:
-    runs, version = _race(str(tmp_path / "locked.db"), locking=True)
+    runs, version = race_in_processes(partial(SQLiteStore, str(tmp_path / "locked.db")), WRITERS, UPDATES)
     assert version == WRITERS * UPDATES
     assert runs == version  # one attempt per commit
 
 
 def test_without_the_lock_writers_race_and_nothing_is_lost(tmp_path: Path) -> None:
-    runs, version = _race(str(tmp_path / "optimistic.db"), locking=False)
+    opened = partial(SQLiteStore, str(tmp_path / "optimistic.db"))
+    runs, version = race_in_processes(opened, WRITERS, UPDATES, locking=False)
     assert version == WRITERS * UPDATES
     assert runs >= version  # lost races ran fn again
 
 
 def test_fn_runs_once_per_commit_across_threads(tmp_path: Path) -> None:
-    path = str(tmp_path / "threads.db")
-    runs = [0] * WRITERS
-    errors: list[BaseException] = []
-
-    def writer(w: int) -> None:
-        try:
-            with SQLiteStore(path) as store:  # a store object of its own, as a process has
-                shared: Shared[str, int] = Shared(store, "notes", Memory(max_entries=10_000))
-                for i in range(UPDATES):
-
-                    def put(m: Memory[str, int], key: str = f"w{w}-{i}") -> Memory[str, int]:
-                        runs[w] += 1
-                        return m.put(w, key=key)
-
-                    shared.update(put)
-        except BaseException as exc:  # reported below
-            errors.append(exc)
-
-    SQLiteStore(path).close()
-    threads = [threading.Thread(target=writer, args=(w,)) for w in range(WRITERS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert errors == []
-    with SQLiteStore(path) as store:
-        assert Shared(store, "notes", Memory(max_entries=10_000)).version == sum(runs) == WRITERS * UPDATES
+    runs, version = race_in_threads(partial(SQLiteStore, str(tmp_path / "threads.db")), WRITERS, UPDATES, pause=0)
+    assert runs == version == WRITERS * UPDATES
 
 
 def test_two_writers_waiting_for_each_other_go_on_without_the_lock(tmp_path: Path) -> None:
@@ -251,24 +192,11 @@ def test_fn_runs_once_per_commit_when_writers_take_turns_one_after_another(tmp_p
     # No writer waits for the lock here, but each finds the other's commits since it last read:
     # under the lock it reads first, so no run of fn is on a stale replica.
     path = str(tmp_path / "turns.db")
-    runs: list[str] = []
-
-    def put(key: str) -> Any:
-        def run(m: Memory[str, str]) -> Memory[str, str]:
-            runs.append(key)
-            return m.put(key, key=key)
-
-        return run
-
     with SQLiteStore(path) as a_store, SQLiteStore(path) as b_store:
-        a: Shared[str, str] = Shared(a_store, "notes", Memory())
-        b: Shared[str, str] = Shared(b_store, "notes", Memory())
-        order = [(a, "1"), (a, "2"), (b, "3"), (a, "4"), (b, "5"), (b, "6"), (a, "7")]
-        for writer, key in order:
-            writer.update(put(key))
-        assert runs == [key for _, key in order]
+        runs, a, b = take_turns(a_store, b_store)
+        assert runs == list("1234567")
         assert a.version == 7
-        assert sorted(b.current().keys()) == [key for _, key in order]
+        assert sorted(b.current().keys()) == list("1234567")
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
@@ -292,32 +220,5 @@ def test_a_writer_interrupted_while_it_waits_leaves_the_lock_free(
 def test_writers_queued_behind_a_slow_fn_wait_while_the_lock_changes_hands(tmp_path: Path) -> None:
     # 4 writers, a fn of 0.35 s: the last in the queue waits about a second for its turn, past
     # the lock's patience; the lock changed hands meanwhile, so it waits on: fn runs once a commit.
-    path = str(tmp_path / "slow.db")
-    runs = [0] * WRITERS
-    errors: list[BaseException] = []
-    start = threading.Barrier(WRITERS)
-    SQLiteStore(path).close()
-
-    def writer(w: int) -> None:
-        try:
-            with SQLiteStore(path) as store:
-                shared: Shared[str, int] = Shared(store, "notes", Memory())
-                start.wait(timeout=60)
-                for i in range(3):
-
-                    def put(m: Memory[str, int], key: str = f"w{w}-{i}") -> Memory[str, int]:
-                        runs[w] += 1
-                        time.sleep(0.35)
-                        return m.put(w, key=key)
-
-                    shared.update(put)
-        except BaseException as exc:  # reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=writer, args=(w,)) for w in range(WRITERS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert errors == []
-    assert sum(runs) == 3 * WRITERS
+    runs, version = race_in_threads(partial(SQLiteStore, str(tmp_path / "slow.db")), WRITERS, 3, pause=0.35)
+    assert runs == version == 3 * WRITERS

@@ -9,13 +9,13 @@ writer by a second (or the store's ``timeout``) at most, and a killed one frees 
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import threading
 import time
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import pytest
@@ -23,51 +23,15 @@ import pytest
 from lethe import Memory
 from lethe.store import PostgresStore, Shared
 
+from ._writers import counted, race_in_processes, race_in_threads, take_turns
+
 WRITERS = 4
 UPDATES = 30
 LOCK_CLASS = 0x6C65_7468  # the writer locks' first key, as PostgresStore documents it
 
 
-def _counting_writer(dsn: str, worker: int, updates: int, locking: bool, start: Any, out: Any) -> None:
-    runs = 0
-
-    def put(m: Memory[str, int], key: str) -> Memory[str, int]:
-        nonlocal runs
-        runs += 1
-        time.sleep(0.001)  # a fn that takes a moment: without the lock, the others commit meanwhile
-        return m.put(worker, key=key)
-
-    with PostgresStore(dsn) as store:
-        shared: Shared[str, int] = Shared(store, "notes", Memory(max_entries=10_000), locking=locking)
-        start.wait(timeout=60)
-        for i in range(updates):
-            shared.update(lambda m, i=i: put(m, f"w{worker}-{i}"))  # type: ignore[misc]
-    out.put(runs)
-
-
-def _race(dsn: str, locking: bool) -> tuple[int, int]:
-    """``WRITERS`` spawned processes, ``UPDATES`` commits each: (runs of fn, versions committed)."""
-    with PostgresStore(dsn) as store:
-        Shared(store, "notes", Memory(max_entries=10_000))
-    context = multiprocessing.get_context("spawn")
-    start, out = context.Barrier(WRITERS), context.Queue()
-    procs = [
-        context.Process(target=_counting_writer, args=(dsn, w, UPDATES, locking, start, out)) for w in range(WRITERS)
-    ]
-    for p in procs:
-        p.start()
-    runs = sum(out.get(timeout=120) for _ in procs)
-    for p in procs:
-        p.join(timeout=60)
-        assert p.exitcode == 0
-    with PostgresStore(dsn) as store:
-        shared: Shared[str, int] = Shared(store, "notes", Memory(max_entries=10_000))
-        assert len(shared.current()) == WRITERS * UPDATES  # nothing lost either way
-        return runs, shared.version
-
-
 def test_fn_runs_once_per_commit_across_processes(postgres_dsn: str) -> None:
-    runs, version = _race(postgres_dsn, locking=True)
+    runs, version = race_in_processes(partial(PostgresStore, postgres_dsn), WRITERS, UPDATES)
     assert version == WRITERS * UPDATES
     # One attempt per commit, but where a writer went alone: every writer starts alone (its last
     # read found no one else's commit) and commits without the lock, in one round trip; all but
@@ -78,59 +42,20 @@ def test_fn_runs_once_per_commit_across_processes(postgres_dsn: str) -> None:
 
 
 def test_without_the_lock_writers_race_and_nothing_is_lost(postgres_dsn: str) -> None:
-    runs, version = _race(postgres_dsn, locking=False)
+    runs, version = race_in_processes(partial(PostgresStore, postgres_dsn), WRITERS, UPDATES, locking=False)
     assert version == WRITERS * UPDATES
     assert runs >= version
 
 
 def test_fn_runs_once_per_commit_across_threads(postgres_dsn: str) -> None:
-    runs = [0] * WRITERS
-    errors: list[BaseException] = []
-    start = threading.Barrier(WRITERS)
-
-    def writer(w: int) -> None:
-        try:
-            with PostgresStore(postgres_dsn) as store:  # a store object of its own, as a process has
-                shared: Shared[str, int] = Shared(store, "notes", Memory(max_entries=10_000))
-                start.wait(timeout=60)
-                for i in range(UPDATES):
-
-                    def put(m: Memory[str, int], key: str = f"w{w}-{i}") -> Memory[str, int]:
-                        runs[w] += 1
-                        time.sleep(0.001)
-                        return m.put(w, key=key)
-
-                    shared.update(put)
-        except BaseException as exc:  # reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=writer, args=(w,)) for w in range(WRITERS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert errors == []
-    with PostgresStore(postgres_dsn) as store:
-        assert Shared(store, "notes", Memory(max_entries=10_000)).version == WRITERS * UPDATES
-    assert WRITERS * UPDATES <= sum(runs) <= WRITERS * UPDATES + 2 * WRITERS  # (see above)
+    runs, version = race_in_threads(partial(PostgresStore, postgres_dsn), WRITERS, UPDATES)
+    assert version == WRITERS * UPDATES
+    assert version <= runs <= version + 2 * WRITERS  # (see above)
 
 
 def test_fn_runs_once_per_commit_when_writers_take_turns_one_after_another(postgres_dsn: str) -> None:
-    runs: list[str] = []
-
-    def put(key: str) -> Any:
-        def run(m: Memory[str, str]) -> Memory[str, str]:
-            runs.append(key)
-            return m.put(key, key=key)
-
-        return run
-
     with PostgresStore(postgres_dsn) as a_store, PostgresStore(postgres_dsn) as b_store:
-        a: Shared[str, str] = Shared(a_store, "notes", Memory())
-        b: Shared[str, str] = Shared(b_store, "notes", Memory())
-        order = [(a, "1"), (a, "2"), (b, "3"), (a, "4"), (b, "5"), (b, "6"), (a, "7")]
-        for writer, key in order:
-            writer.update(put(key))
+        runs, a, b = take_turns(a_store, b_store)
         # Each starts alone (nothing new at its last read) and commits without the lock: a's 1 and
         # 2 go in; b's 3, made on version 0, loses to them and runs again under the lock, and a's
         # 4 loses to 3 the same way.  From then on both take the lock: fn runs once per commit.
@@ -139,10 +64,16 @@ def test_fn_runs_once_per_commit_when_writers_take_turns_one_after_another(postg
         b.current()
         b.current()  # a read outside a write that finds no one else's commit: b is alone again
         runs.clear()
-        b.update(put("8"))
-        a.update(put("9"))  # a takes the lock still, and reads first
+        b.update(counted(runs, "8"))
+        a.update(counted(runs, "9"))  # a takes the lock still, and reads first
         assert runs == ["8", "9"]
         assert sorted(b.current().keys()) == [str(k) for k in range(1, 10)]
+
+
+def _another_writer_commits(store: PostgresStore) -> None:
+    """A commit by another writer of "notes": a writer under test that finds it takes the lock."""
+    other: Shared[str, str] = Shared(store, "notes", Memory())
+    other.update(lambda m: m.put("o", key="o"))
 
 
 def _key(name: str) -> int:
@@ -229,7 +160,7 @@ def test_the_lock_is_reentrant_in_a_thread_and_let_go_when_fn_raises(postgres_ds
             raise LookupError("no")
 
         for _ in range(2):  # the second write finds the first's commit: it takes the lock
-            Shared(other, "notes", Memory()).update(lambda m: m.put("o", key="o"))
+            _another_writer_commits(other)
             with pytest.raises(LookupError):
                 shared.update(fails)
         with other.lock("notes") as held:
@@ -244,7 +175,7 @@ def test_a_function_slower_than_the_timeout_under_the_lock_still_commits(postgre
     # without the lock.
     with PostgresStore(postgres_dsn, timeout=1) as store, PostgresStore(postgres_dsn) as other:
         shared: Shared[str, str] = Shared(store, "notes", Memory())
-        Shared(other, "notes", Memory()).update(lambda m: m.put("o", key="o"))
+        _another_writer_commits(other)
         runs: list[int] = []
 
         def slow(m: Memory[str, str]) -> Memory[str, str]:
@@ -277,36 +208,10 @@ def test_a_lock_waited_for_in_vain_many_times_is_taken_once_free(postgres_dsn: s
 
 def test_threads_of_one_store_take_turns_too(postgres_dsn: str) -> None:
     # A thread waiting for the lock in this process is not in pg_locks: the holder must not
-    # take itself for alone.
-    runs = [0] * WRITERS
-    errors: list[BaseException] = []
-    start = threading.Barrier(WRITERS)
-    with PostgresStore(postgres_dsn) as store:
-        Shared(store, "notes", Memory(max_entries=10_000))
-
-        def writer(w: int) -> None:
-            try:
-                shared: Shared[str, int] = Shared(store, "notes", Memory(max_entries=10_000))
-                start.wait(timeout=60)
-                for i in range(UPDATES):
-
-                    def put(m: Memory[str, int], key: str = f"w{w}-{i}") -> Memory[str, int]:
-                        runs[w] += 1
-                        time.sleep(0.001)
-                        return m.put(w, key=key)
-
-                    shared.update(put)
-            except BaseException as exc:  # reported below
-                errors.append(exc)
-
-        threads = [threading.Thread(target=writer, args=(w,)) for w in range(WRITERS)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=120)
-        assert errors == []
-        assert Shared(store, "notes", Memory(max_entries=10_000)).version == WRITERS * UPDATES
-    assert WRITERS * UPDATES <= sum(runs) <= WRITERS * UPDATES + 2 * WRITERS  # (about 1.4x before)
+    # take itself for alone (about 1.4 runs per commit when it did).
+    runs, version = race_in_threads(partial(PostgresStore, postgres_dsn), WRITERS, UPDATES, one_store=True)
+    assert version == WRITERS * UPDATES
+    assert version <= runs <= version + 2 * WRITERS
 
 
 @pytest.mark.parametrize("locking", [True, False])
@@ -317,7 +222,7 @@ def test_a_commit_the_server_cancels_is_a_store_error_and_nothing_is_written(pos
 
     with PostgresStore(postgres_dsn) as store, PostgresStore(postgres_dsn) as other:
         shared: Shared[str, str] = Shared(store, "notes", Memory(), locking=locking)
-        Shared(other, "notes", Memory()).update(lambda m: m.put("o", key="o"))  # (shared takes the lock)
+        _another_writer_commits(other)  # (so the next write takes the lock)
         with psycopg.connect(postgres_dsn) as blocker:
             blocker.execute("LOCK TABLE lethe_log IN ACCESS EXCLUSIVE MODE")  # the commit waits on it
 
@@ -351,7 +256,7 @@ def test_a_closed_store_has_no_lock(postgres_dsn: str) -> None:
 def test_a_child_forked_inside_fn_leaves_the_parents_lock_alone(postgres_dsn: str) -> None:
     with PostgresStore(postgres_dsn) as store, PostgresStore(postgres_dsn, timeout=0.5) as other:
         shared: Shared[str, str] = Shared(store, "notes", Memory())
-        Shared(other, "notes", Memory()).update(lambda m: m.put("o", key="o"))  # (shared takes the lock)
+        _another_writer_commits(other)  # (so the next write takes the lock)
         parent = os.getpid()
 
         def fn(m: Memory[str, str]) -> Memory[str, str]:
@@ -376,32 +281,5 @@ def test_writers_queued_behind_a_slow_fn_wait_while_the_lock_changes_hands(postg
     # 4 writers, a fn of 0.35 s: the last in the queue waits about a second for its turn, past
     # the lock's patience; the lock changed hands meanwhile, so it waits on, and fn runs once per
     # commit but for each writer's first (see test_fn_runs_once_per_commit_across_processes).
-    runs = [0] * WRITERS
-    errors: list[BaseException] = []
-    start = threading.Barrier(WRITERS)
-    with PostgresStore(postgres_dsn) as store:
-        Shared(store, "notes", Memory())
-
-    def writer(w: int) -> None:
-        try:
-            with PostgresStore(postgres_dsn) as store:
-                shared: Shared[str, int] = Shared(store, "notes", Memory())
-                start.wait(timeout=60)
-                for i in range(3):
-
-                    def put(m: Memory[str, int], key: str = f"w{w}-{i}") -> Memory[str, int]:
-                        runs[w] += 1
-                        time.sleep(0.35)
-                        return m.put(w, key=key)
-
-                    shared.update(put)
-        except BaseException as exc:  # reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=writer, args=(w,)) for w in range(WRITERS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert errors == []
-    assert sum(runs) <= 3 * WRITERS + WRITERS
+    runs, version = race_in_threads(partial(PostgresStore, postgres_dsn), WRITERS, 3, pause=0.35)
+    assert version <= runs <= version + WRITERS
