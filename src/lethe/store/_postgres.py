@@ -616,8 +616,10 @@ class PostgresStore:
                     conn.execute(take, (_LOCK_CLASS, _lock_key(name)))
                     conn.execute(timeout, (f"{int(self.timeout * 1000)}ms",))
             except psycopg.Error as exc:
-                if not isinstance(exc, _errors.LockNotAvailable) or conn.closed:
-                    conn.close()
+                waited = isinstance(exc, _errors.LockNotAvailable) and not conn.closed
+                before = (seen or latest.fetchone()) if waited else None  # (the read before the wait)
+                conn.close()  # (see _commit_held: not kept after a pipeline cut short)
+                if not waited:
                     broken += 1
                     if broken < 2:
                         continue  # a kept connection had broken: once more, on a new one
@@ -625,8 +627,6 @@ class PostgresStore:
                 # Waited its patience.  If the lock changed hands meanwhile (a commit went in),
                 # the writers are taking turns, not stuck behind one: wait again (up to the
                 # store's timeout in all); else go on without it.
-                before = seen or latest.fetchone()
-                conn.close()  # (see _commit_held: not kept after a pipeline cut short)
                 try:
                     seen = self._attempt(lambda c: c.execute(_LATEST, (name,)).fetchone())
                 except (_Lost, StoreError):

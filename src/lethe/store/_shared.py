@@ -944,9 +944,7 @@ class Shared(Generic[K, V]):
         """Catch up; whether that found versions after this replica's (while this writer waits
         for the writer lock: the lock changed hands, so the writers are taking turns, not stuck
         behind one, and the wait goes on)."""
-        version = self._version
-        self._catch_up()
-        return self._version != version
+        return self._newer(self._version)
 
     def _newer(self, version: int) -> bool:
         """Catch up; whether that found versions after ``version`` (what a run of ``fn`` on a
