@@ -44,6 +44,7 @@ round to round; only the public API of ``lethe.store`` is used):
 4. **open**: cold open of an n-entry memory (default 100,000): a new store
    object, ``Shared(store, name, empty template).current()``, against
    ``Memory.from_dict(mem.to_dict())``; the collector runs before each sample.
+   ``top10``: the same until ``top(10)`` of the opened memory is in hand.
 
 Medians and min-max over rounds, GC on, fake clock, as ``store.py``; see
 docs/store.md ("Engines compared").
@@ -553,18 +554,24 @@ def run_open(
     # The kernel writes what was just stored back to disk for a while; flushed now, the opens measure opening.
     os.sync()
     reader = sb._template(n, sb._later_clock())
+    # Asked for its top ten as an agent asks it, while the memory is in use: ten years on, every
+    # score has decayed to 0.0 and the ten are the latest puts, found by reading them all.
+    in_use = sb._template(n, ManualClock(clock.now, step=STEP))
     data = mem.to_dict()
     ops = max(1, min(20, 20_000 // n))  # opens per sample: 20 up to 1k, 2 at 10k, 1 at 100k
 
-    def opener(open_store: Callable[[], Store]) -> Callable[[], int]:
+    def opener(open_store: Callable[[], Store], top: bool = False) -> Callable[[], int]:
+        # top: until the memory's ten highest-scored entries are in hand, as a request asks them
         def run_() -> int:
             elapsed = 0
             for _ in range(ops):
                 gc.collect()  # the last sample's garbage is not this one's cost
                 t0 = _now_ns()
                 store = open_store()
-                got = Shared(store, name, reader)
+                got = Shared(store, name, in_use if top else reader)
                 m = got.current()
+                if top and len(m.top(10)) != 10:
+                    raise RuntimeError("top(10) of the opened memory did not give 10 entries")
                 elapsed += _now_ns() - t0
                 store.close()
                 if len(m) != n or got.version != 0:
@@ -591,6 +598,10 @@ def run_open(
         Case(f"open.{label}", "shared", ops, opener(engine.open), f"Shared(...).current() on {label}")
         for label, engine in engines.items()
     ]
+    setup.cases += [
+        Case(f"top10.{label}", "shared", ops, opener(engine.open, top=True), f"the same, then top(10), on {label}")
+        for label, engine in engines.items()
+    ]
     setup.cases.append(Case("from_dict", "plain", ops, from_dict, "Memory.from_dict(mem.to_dict())"))
     cases = suite.run_size(setup, rounds, warmup=warmup, progress=progress)
     base = cases["from_dict"]["median_ns"]
@@ -600,6 +611,7 @@ def run_open(
         "stored_s": stored_s,
         "cases": cases,
         "ratios": {label: cases[f"open.{label}"]["median_ns"] / base for label in engines},
+        "top10": {label: cases[f"top10.{label}"]["median_ns"] / base for label in engines},
     }
 
 
@@ -767,6 +779,10 @@ def open_table(o: dict[str, Any]) -> str:
     rows = [
         [f"`open.{label}`", spread_ns(o["cases"][f"open.{label}"]), run.fmt_ratio(r)]
         for label, r in o["ratios"].items()
+    ]
+    rows += [
+        [f"`top10.{label}`", spread_ns(o["cases"][f"top10.{label}"]), run.fmt_ratio(r)]
+        for label, r in o.get("top10", {}).items()
     ]
     rows.append(["`from_dict`", spread_ns(o["cases"]["from_dict"]), "1x"])
     return table([f"n={o['n']:,}", "median (min to max)", "/ from_dict"], rows)

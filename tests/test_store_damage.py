@@ -797,6 +797,41 @@ def test_a_row_keyed_by_another_put_order_is_refused_and_never_comes_back(target
         assert list(_cold(target.store).current().keys()) == ["kept"]
 
 
+@pytest.mark.parametrize("target", [kind for kind in ENGINES if kind != "postgres"], indirect=True)
+def test_a_row_holding_a_nul_character_is_refused(target: Target) -> None:
+    # No JSON text holds one: Redis sends a memory's rows joined by NUL characters.  (PostgreSQL's
+    # text holds none.)
+    _, seq = _two(target.store)
+    text = target.get(Slot("row", seq=seq))
+    target.put(Slot("row", seq=seq), text.replace('"doomed"', '"doo\x00med"', 1))
+    with pytest.raises(StoreError):
+        _cold(target.store)
+
+
+@pytest.mark.parametrize("target", ENGINES, indirect=True)
+def test_rows_and_records_with_whitespace_around_them_read_as_json_does(target: Target) -> None:
+    # lethe writes none; JSON allows it around a value, and a reader parses it as json.loads does.
+    shared, seq = _two(target.store)
+    behind = _behind(shared)
+    shared.update(lambda m: m.put("later", key="later"))
+    target.put(Slot("row", seq=seq), f" \n{target.get(Slot('row', seq=seq))}\t ")
+    record = Slot("record", version=shared.version)
+    target.put(record, f"\n{target.get(record)} ")
+    assert sorted(_cold(target.store).current().keys()) == ["doomed", "kept", "later"]
+    assert sorted(behind.current().keys()) == ["doomed", "kept", "later"]
+
+
+@pytest.mark.parametrize("target", ENGINES, indirect=True)
+def test_a_row_s_instant_a_microsecond_past_datetime_max_is_refused(target: Target) -> None:
+    # Its float rounds to datetime.max's: a bound kept as a float let it through to an OverflowError.
+    _, seq = _two(target.store)
+    row = json.loads(target.get(Slot("row", seq=seq)))
+    row[3:5] = [253402300800000000, 253402300800000000]
+    target.put(Slot("row", seq=seq), json.dumps(row))
+    with pytest.raises(StoreError, match=r"entries\[\d\]\.inserted_us"):
+        _cold(target.store)
+
+
 def _newest_head(target: Target) -> Slot:
     if isinstance(target, SQLTarget):
         return Slot("head", version=target.store.load(NAME)[0])
@@ -811,8 +846,16 @@ def _newest_head(target: Target) -> Slot:
         (1, 2**63 + 1, "head.next_seq"),
         (2, 10**400, "head.latest"),
         (2, -(10**18), "head.latest"),
+        (2, 253402300800000000, "head.latest"),
     ],
-    ids=["next_key 10**400", "next_seq 10**400", "next_seq 2**63+1", "latest 10**400", "latest before year 1"],
+    ids=[
+        "next_key 10**400",
+        "next_seq 10**400",
+        "next_seq 2**63+1",
+        "latest 10**400",
+        "latest before year 1",
+        "latest a microsecond past datetime.max",
+    ],
 )
 @pytest.mark.parametrize("target", ENGINES, indirect=True)
 def test_a_hostile_head_is_refused_and_nothing_is_written(target: Target, field: int, value: int, refused: str) -> None:

@@ -21,7 +21,7 @@ import re
 import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -64,11 +64,52 @@ def json_values() -> st.SearchStrategy[Any]:
 
 
 _FN = Exponential()
+_MICROSECOND = timedelta(microseconds=1)
 
 
 def _read_back(e: Entry[Any, Any]) -> Entry[Any, Any]:
     """``e`` as a replica reads it from its row."""
     return _records.entry(json.loads(_records.row(e, _FN)), _FN)
+
+
+_LOW_US, _HIGH_US = -62135596800000000, 253402300799999999  # datetime.min and datetime.max, UTC
+
+
+@given(
+    inserted=st.integers(_LOW_US, _HIGH_US),
+    later=st.integers(0, 2**70) | st.just(0),
+    expires=st.none() | st.integers(_LOW_US, _HIGH_US),
+)
+def test_a_row_s_instants_read_back_to_the_microsecond(inserted: int, later: int, expires: int | None) -> None:
+    accessed = min(inserted + later, _HIGH_US)
+    raw = json.loads(_records.row(entry(), _FN))
+    raw[3:5], raw[11] = [inserted, accessed], expires
+    e = _records.entry(raw, _FN)
+    # The datetimes are exact; the float microseconds scoring reads, as exact as a float holds.
+    assert (e.inserted_us, e.accessed_us) == (float(inserted), float(accessed))
+    assert e.expires_us == (None if expires is None else float(expires))
+    epoch = datetime(1970, 1, 1, tzinfo=e.inserted_at.tzinfo)
+    assert [(t - epoch) // _MICROSECOND for t in (e.inserted_at, e.last_accessed_at)] == [inserted, accessed]
+    assert e.expires_at is None if expires is None else (e.expires_at - epoch) // _MICROSECOND == expires
+
+
+@pytest.mark.parametrize(
+    ("at", "value", "refused"),
+    [
+        (3, _HIGH_US + 1, r"^\.inserted_us: expected microseconds"),
+        (3, True, r"^\.inserted_us: expected microseconds"),
+        (4, 1.5, r"^\.accessed_us: expected microseconds"),
+        (4, _LOW_US - 1, r"^\.accessed_us: expected microseconds"),
+        (4, -1, r"^\.last_accessed_at: earlier than inserted_at"),
+        (11, "2026-01-01T00:00:00Z", r"^\.expires_us: expected microseconds"),
+    ],
+)
+def test_a_row_s_instant_out_of_range_or_not_an_int_is_refused_by_name(at: int, value: Any, refused: str) -> None:
+    raw = json.loads(_records.row(entry(), _FN))
+    raw[3:5] = [0, 0]
+    raw[at] = value
+    with pytest.raises(ValueError, match=refused):
+        _records.entry(raw, _FN)
 
 
 @given(value=json_values(), summary=json_values(), metadata=st.dictionaries(_TEXT, json_values(), max_size=4))

@@ -25,7 +25,7 @@ import math
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from lethe._core.clock import UTC, aware_us, exact_us, from_us, to_us, to_utc
@@ -286,8 +286,8 @@ def _document_time(value: Any, moments: dict[str, Moment], where: str) -> Moment
     return moment
 
 
-_LOW_US = int(to_us(datetime.min.replace(tzinfo=UTC)))
-_HIGH_US = int(to_us(datetime.max.replace(tzinfo=UTC)))
+_LOW_US = exact_us(datetime.min.replace(tzinfo=UTC))
+_HIGH_US = exact_us(datetime.max.replace(tzinfo=UTC))  # (exact: as a float, one past it)
 
 
 def row_time(value: Any, where: str) -> Moment:
@@ -372,6 +372,10 @@ _NAMESPACE: dict[str, Any] = {
     "_loaded_state": loaded_state,
     "_document_time": _document_time,
     "row_time": row_time,
+    "_LOW_US": _LOW_US,
+    "_HIGH_US": _HIGH_US,
+    "_EPOCH": from_us(0),
+    "_timedelta": timedelta,
     "_objected": _objected,
     "_listed": _listed,
     "_encode_key": encode_key,
@@ -429,6 +433,9 @@ def _reader(cls: type, declared: tuple[Field, ...], row: bool) -> Callable[..., 
         if row:
             raw_value = f"_v_{f.name}"
             parse = f"row_time({raw_value}, where + {f.exact!r})"
+            if f.required:  # the common case at once: an int in range, often the instant before
+                lines += _row_instant(f, declared)
+                continue
         else:
             raw_value = "_t"
             got = f"raw.get({f.name!r}, _stored_{f.name})" if f.since is not None else f"raw[{f.name!r}]"
@@ -471,6 +478,23 @@ def _reader(cls: type, declared: tuple[Field, ...], row: bool) -> Callable[..., 
     ]
     namespace["_exact"], namespace["_padded"] = exact_fields, _padded
     return compiled("\n".join(lines) + "\n", namespace, "read")
+
+
+def _row_instant(f: Field, declared: tuple[Field, ...]) -> list[str]:
+    """Source reading a row's required instant ``f``: microseconds in range are turned into a
+    datetime here (the one of the instant ``f`` is after, when they are equal: an entry never
+    rehearsed), anything else by :func:`row_time`, which names what is wrong."""
+    v, us = f"_v_{f.name}", f"_v_{f.exact}"
+    lines = [f"    _raw_{f.name} = {v}"] if any(a.after == f.name for a in declared) else []
+    lines += [f"    if type({v}) is int and _LOW_US <= {v} <= _HIGH_US:", f"        {us} = float({v})"]
+    if f.after is not None:
+        lines += [
+            f"        {v} = _v_{f.after} if {v} == _raw_{f.after} else _EPOCH + _timedelta(0, 0, {v})",
+        ]
+    else:
+        lines.append(f"        {v} = _EPOCH + _timedelta(0, 0, {v})")
+    lines += ["    else:", f"        {v}, {us} = row_time({v}, where + {f.exact!r})"]
+    return lines
 
 
 def _padded(raw: Any, least: int, pad: tuple[Any, ...]) -> list[Any]:

@@ -47,7 +47,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from heapq import heappop, heappush
 from itertools import chain, compress, islice
-from operator import eq, itemgetter
+from operator import attrgetter, eq, itemgetter
 from typing import Any
 
 from lethe._core.btree import Tree
@@ -68,6 +68,8 @@ _UNDERFLOW = -746.0
 _TINY = 2.0**-1073
 
 _KEY = itemgetter(0)
+_SEQ = attrgetter("seq")
+_IMPORTANCE = attrgetter("importance")
 _NONE: frozenset[float] = frozenset()
 
 
@@ -196,9 +198,9 @@ class Order:
     def rebuilt(self, entries: Iterable[Entry[Any, Any]], origin_us: float) -> Order:
         """An index of ``entries`` keyed from ``origin_us`` (O(n log n))."""
         empty = self._with(Tree(), origin_us, 0.0, _NONE)
-        key = empty.key
-        items = sorted((key(e), e.seq, e) for e in entries)
-        return empty._with(Tree(items), origin_us, max((e.importance for _, _, e in items), default=0.0), _mixed(items))
+        listed = entries if type(entries) is list else list(entries)
+        items = sorted(zip(map(empty.key, listed), map(_SEQ, listed), listed))  # (at C speed but the keys)
+        return empty._with(Tree(items), origin_us, max(map(_IMPORTANCE, listed), default=0.0), _mixed(items))
 
     def edited(
         self, gone: Mapping[int, Entry[Any, Any]], replaced: dict[int, Entry[Any, Any]], added: list[Entry[Any, Any]]

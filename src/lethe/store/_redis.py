@@ -80,17 +80,20 @@ local function version(text, what)
   end
   return tonumber(text), nil
 end
--- The rows of the entries hash ``key`` appended to ``out``, and the fields they are keyed by (their
--- put orders), in the same order, joined by commas into ``out[3]`` (one string: checked by the
--- caller, as a field matched here one by one costs more than the rest of the read).
+-- The fields of the entries hash ``key`` (their put orders) joined by commas into ``out[3]``, and
+-- its rows, in the same order, joined by NUL characters (which no JSON text holds) into ``out[4]``:
+-- two strings, checked and split by the caller, as a field matched here one by one costs more than
+-- the rest of the read, and a reply of one string is read at once where one of many is read by a
+-- loop of the client's.
 local function rows(out, key)
   local found = redis.call('HGETALL', key)
-  local seqs = {}
+  local seqs, texts = {}, {}
   for i = 1, #found, 2 do
     seqs[#seqs + 1] = found[i]
-    out[#out + 1] = found[i + 1]
+    texts[#texts + 1] = found[i + 1]
   end
   out[3] = table.concat(seqs, ',')
+  out[4] = table.concat(texts, '\0')
 end
 -- The latest version (nil: no such memory) and the first version the log holds, checked.
 local function bounds()
@@ -604,18 +607,22 @@ class RedisStore:
 
     def _rows(self, found: list[Any], name: str) -> list[tuple[int, str]]:
         """The ``(seq, row)`` pairs a script returned after the version and head: the fields
-        the rows are keyed by (joined by commas), then the rows.
+        the rows are keyed by (joined by commas), then the rows (joined by NUL characters).
 
         Raises:
             StoreError: a field is not a put order as lethe writes one (digits, no leading
-                zero): a commit deletes the field its put order names, never that one.
+                zero): a commit deletes the field its put order names, never that one; or a
+                row holds a NUL character (no JSON text does).
         """
         seqs = self._text(found[2], name)
         if _SEQS.fullmatch(seqs) is None:
             bad = next((seq for seq in seqs.split(",") if _SEQ.fullmatch(seq) is None), seqs)
             raise StoreError(f"{name!r}: the store is damaged: an entry is keyed by {bad[:24]!r}, not a put order")
-        text = self._text
-        return list(zip(json.loads(f"[{seqs}]"), [text(r, name) for r in found[3:]], strict=True))
+        keys = json.loads(f"[{seqs}]")
+        rows = self._text(found[3], name).split("\0") if keys else []
+        if len(rows) != len(keys):
+            raise StoreError(f"{name!r}: the store is damaged: a row holds a NUL character, which no JSON text does")
+        return list(zip(keys, rows))
 
     def read(self, name: str, after: int, upto: int | None = None) -> Sequence[tuple[int, str]]:
         """See :meth:`lethe.store.Store.read`.
