@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import select
 import threading
 import time
 import weakref
@@ -587,16 +588,23 @@ class PostgresStore:
         ``_LOCK_PATIENCE`` seconds or ``timeout`` at most, or the server could not take it)."""
         me = threading.get_ident()
         with self._holds_lock:
-            hold = self._holds.setdefault(name, _Hold())
-        if hold.owner == me:
-            hold.depth += 1
-            return hold
+            hold = self._holds.get(name)
+            if hold is None:
+                hold = self._holds[name] = _Hold(name)
+            if hold.owner == me:
+                hold.depth += 1
+                return hold
+            # Counted before the lock is let go of: the holder's commit sees it (_WriterLock.alone),
+            # and the holder keeps the hold for this thread rather than forget it (_let_go).
+            hold.waiting += 1
         patience = min(self.timeout, _LOCK_PATIENCE)
-        hold.waiting += 1  # (seen by the holder's commit: see _WriterLock.alone)
         try:
             got = hold.mutex.acquire(timeout=patience)
         finally:
-            hold.waiting -= 1
+            with self._holds_lock:
+                hold.waiting -= 1
+                if not got:
+                    self._forget(hold)
         if not got:
             return None
         begin, wait, take, timeout = _TAKE
@@ -640,8 +648,16 @@ class PostgresStore:
                 raise
             hold.owner, hold.depth, hold.conn, hold.session, hold.alone = me, 1, conn, session, False
             return hold
+        with self._holds_lock:
+            self._forget(hold)
         hold.mutex.release()
         return None
+
+    def _forget(self, hold: _Hold) -> None:
+        """Drop ``hold`` from the holds (under ``_holds_lock``) unless a thread holds or waits
+        for it: a process that writes many memories keeps the state of those being written."""
+        if hold.waiting == 0 and (hold.owner is None or hold.depth == 0) and self._holds.get(hold.name) is hold:
+            del self._holds[hold.name]
 
     def _let_go(self, hold: _Hold) -> None:
         """End a block of ``hold``: the last one ends its transaction, if the commit did not
@@ -654,6 +670,8 @@ class PostgresStore:
             if conn is not None:
                 self._idle_again(conn, session)
         finally:
+            with self._holds_lock:
+                self._forget(hold)
             hold.mutex.release()
 
     def _held_here(self, name: str) -> _Hold | None:
@@ -703,6 +721,9 @@ class PostgresStore:
         conn = hold.conn
         assert conn is not None
         key = _lock_key(values["name"]) & 0xFFFF_FFFF
+        if _ended(conn):  # (a pipeline sent on it would fail twice, and psycopg log the second)
+            conn.close()
+            raise _Lost(psycopg.OperationalError("the server ended the session holding the writer lock"))
         try:
             with _pipeline(conn):
                 cursor = conn.execute(_APPEND, values)
@@ -823,9 +844,10 @@ class _Hold:
     """One memory's writer lock in this process: its thread lock, owner, depth (reentrant),
     and the connection whose open transaction holds the server's lock, with its session."""
 
-    __slots__ = ("alone", "conn", "depth", "mutex", "owner", "session", "waiting")
+    __slots__ = ("alone", "conn", "depth", "mutex", "name", "owner", "session", "waiting")
 
-    def __init__(self) -> None:
+    def __init__(self, name: str) -> None:
+        self.name = name
         self.mutex = threading.Lock()
         self.owner: int | None = None
         self.waiting = 0  # threads of this process waiting for it (pg_locks does not show them)
@@ -833,6 +855,17 @@ class _Hold:
         self.conn: psycopg.Connection[Any] | None = None
         self.session: tuple[int, datetime] | None = None
         self.alone = False  # no other writer waited for the lock at this hold's commit
+
+
+def _ended(conn: psycopg.Connection[Any]) -> bool:
+    """Whether the server ended ``conn``'s session while it sat idle in its transaction (as
+    ``idle_in_transaction_session_timeout`` does to a holder slower than ``timeout``), told
+    without a round trip: the server said so before it closed the socket, and has nothing
+    else to say to a connection that sent nothing and listens to nothing."""
+    try:
+        return conn.pgconn.status != psycopg.pq.ConnStatus.OK or bool(select.select([conn.fileno()], [], [], 0)[0])
+    except (OSError, ValueError, psycopg.Error):
+        return True
 
 
 def _pipeline(conn: psycopg.Connection[Any]) -> AbstractContextManager[object]:
