@@ -799,8 +799,7 @@ def test_a_row_keyed_by_another_put_order_is_refused_and_never_comes_back(target
 
 @pytest.mark.parametrize("target", [kind for kind in ENGINES if kind != "postgres"], indirect=True)
 def test_a_row_holding_a_nul_character_is_refused(target: Target) -> None:
-    # No JSON text holds one: Redis sends a memory's rows joined by NUL characters.  (PostgreSQL's
-    # text holds none.)
+    # No JSON text holds one (and PostgreSQL's text holds none).
     _, seq = _two(target.store)
     text = target.get(Slot("row", seq=seq))
     target.put(Slot("row", seq=seq), text.replace('"doomed"', '"doo\x00med"', 1))
@@ -819,6 +818,16 @@ def test_rows_and_records_with_whitespace_around_them_read_as_json_does(target: 
     target.put(record, f"\n{target.get(record)} ")
     assert sorted(_cold(target.store).current().keys()) == ["doomed", "kept", "later"]
     assert sorted(behind.current().keys()) == ["doomed", "kept", "later"]
+
+
+@pytest.mark.parametrize("field", ["{seq},{other}", "0{seq}", "{seq} ", "", "x"])
+@pytest.mark.parametrize("target", [kind for kind in ENGINES if kind == "redis"], indirect=True)
+def test_a_redis_row_keyed_by_a_field_that_is_not_one_put_order_is_refused(target: Target, field: str) -> None:
+    # The fields are checked joined by commas: one holding a comma must not pass for two put orders.
+    _, seq = _two(target.store)
+    target.put(Slot("row_seq", seq=seq), field.format(seq=seq, other=seq + 1))
+    with pytest.raises(StoreError, match="the store is damaged: an entry is keyed by"):
+        _cold(target.store)
 
 
 @pytest.mark.parametrize("target", ENGINES, indirect=True)

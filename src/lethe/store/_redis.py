@@ -80,20 +80,11 @@ local function version(text, what)
   end
   return tonumber(text), nil
 end
--- The fields of the entries hash ``key`` (their put orders) joined by commas into ``out[3]``, and
--- its rows, in the same order, joined by NUL characters (which no JSON text holds) into ``out[4]``:
--- two strings, checked and split by the caller, as a field matched here one by one costs more than
--- the rest of the read, and a reply of one string is read at once where one of many is read by a
--- loop of the client's.
+-- The entries hash ``key`` into ``out[3]`` as HGETALL gives it: each field (a put order) then its
+-- row.  Checked by the caller: a field matched here one by one, or a string built of them, costs
+-- more than the rest of the read, and a client reads a reply of many strings at C speed (hiredis).
 local function rows(out, key)
-  local found = redis.call('HGETALL', key)
-  local seqs, texts = {}, {}
-  for i = 1, #found, 2 do
-    seqs[#seqs + 1] = found[i]
-    texts[#texts + 1] = found[i + 1]
-  end
-  out[3] = table.concat(seqs, ',')
-  out[4] = table.concat(texts, '\0')
+  out[3] = redis.call('HGETALL', key)
 end
 -- The latest version (nil: no such memory) and the first version the log holds, checked.
 local function bounds()
@@ -165,7 +156,7 @@ redis.call('XADD', KEYS[9], 'MAXLEN', '~', 64, '*', 'v', ARGV[1])
 return 1
 """
 
-# Returns {version, head, "seq,seq,...", row, row, ...} of the current state, or nil.
+# Returns {version, head, {seq, row, seq, row, ...}} of the current state, or nil.
 _LOAD = _PRELUDE + """
 local held = redis.call('GET', KEYS[2])
 if not held then return nil end
@@ -173,7 +164,7 @@ local latest, bad = version(held, 'latest version')
 if bad then return redis.error_reply(bad) end
 local head = redis.call('GET', KEYS[3])
 if not head then return redis.error_reply('LETHE the head of version ' .. latest .. ' is missing') end
-local out = {latest, head, ''}
+local out = {latest, head}
 rows(out, KEYS[6])
 return out
 """
@@ -212,7 +203,7 @@ end
 return out
 """
 
-# ARGV: at_most. Returns {version, head, "seq,seq,...", row, row, ...} of the newest checkpoint at or
+# ARGV: at_most. Returns {version, head, {seq, row, seq, row, ...}} of the newest checkpoint at or
 # before it, {} if none is, or nil (no such memory).
 _CHECKPOINT = _PRELUDE + """
 local held = redis.call('GET', KEYS[2])
@@ -227,7 +218,7 @@ if bad then return redis.error_reply(bad) end
 if v > latest then return redis.error_reply('LETHE checkpoint ' .. v .. ' is past the latest version ' .. latest) end
 local head = redis.call('GET', KEYS[7] .. ':' .. found[1] .. ':head')
 if not head then return redis.error_reply('LETHE the head of checkpoint ' .. v .. ' is missing') end
-local out = {v, head, ''}
+local out = {v, head}
 rows(out, KEYS[7] .. ':' .. found[1] .. ':entries')
 return out
 """
@@ -606,23 +597,33 @@ class RedisStore:
         return int(found[0]), self._text(found[1], name), self._rows(found, name)
 
     def _rows(self, found: list[Any], name: str) -> list[tuple[int, str]]:
-        """The ``(seq, row)`` pairs a script returned after the version and head: the fields
-        the rows are keyed by (joined by commas), then the rows (joined by NUL characters).
+        """The ``(seq, row)`` pairs a script returned after the version and head: the entries
+        hash as ``HGETALL`` gives it, each field (the put order its row is keyed by) then the row.
 
         Raises:
             StoreError: a field is not a put order as lethe writes one (digits, no leading
-                zero): a commit deletes the field its put order names, never that one; or a
-                row holds a NUL character (no JSON text does).
+                zero): a commit deletes the field its put order names, never that one.
         """
-        seqs = self._text(found[2], name)
-        if _SEQS.fullmatch(seqs) is None:
-            bad = next((seq for seq in seqs.split(",") if _SEQ.fullmatch(seq) is None), seqs)
+        pairs = found[2]
+        fields = self._texts(pairs[0::2], name)
+        seqs = ",".join(fields)  # checked as one string, at C speed
+        keyed = json.loads(f"[{seqs}]") if _SEQS.fullmatch(seqs) is not None else []
+        if len(keyed) != len(fields):  # (a field that is not one put order: with a comma, say)
+            bad = next((seq for seq in fields if _SEQ.fullmatch(seq) is None), seqs)
             raise StoreError(f"{name!r}: the store is damaged: an entry is keyed by {bad[:24]!r}, not a put order")
-        keys = json.loads(f"[{seqs}]")
-        rows = self._text(found[3], name).split("\0") if keys else []
-        if len(rows) != len(keys):
-            raise StoreError(f"{name!r}: the store is damaged: a row holds a NUL character, which no JSON text does")
-        return list(zip(keys, rows))
+        return list(zip(keyed, self._texts(pairs[1::2], name)))
+
+    @classmethod
+    def _texts(cls, values: list[Any], name: str) -> list[str]:
+        """``values`` (as the server sent them) as text: decoded at once, joined by a character
+        that neither a put order nor a JSON text holds, else one by one (naming what is wrong)."""
+        try:
+            texts = b"\0".join(values).decode().split("\0")
+        except (TypeError, UnicodeDecodeError):
+            texts = []
+        if len(texts) == len(values) and values:
+            return texts
+        return [cls._text(value, name) for value in values]
 
     def read(self, name: str, after: int, upto: int | None = None) -> Sequence[tuple[int, str]]:
         """See :meth:`lethe.store.Store.read`.
