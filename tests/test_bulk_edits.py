@@ -10,6 +10,7 @@ memory, answer for answer, and the older versions must not change.
 from __future__ import annotations
 
 import gc
+import weakref
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -117,4 +118,37 @@ def test_the_collector_is_as_it_was_after_a_bulk_write() -> None:
                 Memory.from_dict({**big.to_dict(), "entries": [{"key": 1}]})
             assert gc.isenabled() is enabled
     finally:
+        gc.enable() if was else gc.disable()
+
+
+def test_a_large_bulk_write_leaves_objects_a_process_froze_frozen_and_garbage_collectable() -> None:
+    # A bulk write moves what it made into the oldest generation (gc.freeze then unfreeze): a
+    # process's own frozen objects (a pre-forking server's) must stay so.
+    mem: Memory[Any, Any] = Memory(max_entries=50_000, clock_fn=lambda: T0)
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        kept = [[i] for i in range(100)]
+        gc.freeze()
+        big = mem.put_many((i, i) for i in range(30_000))
+        tracked = {id(o) for o in gc.get_objects()}  # (every generation's: not the frozen)
+        assert not tracked & {id(k) for k in kept}
+        gc.unfreeze()
+        assert len(kept) == 100
+        big = mem.put_many((i, i) for i in range(30_000))
+        assert gc.get_freeze_count() == 0
+        assert len(big) == 30_000
+
+        class Cycle:
+            pass
+
+        cycle = Cycle()
+        cycle.me = cycle  # type: ignore[attr-defined]
+        gone = weakref.ref(cycle)
+        del cycle
+        Memory.from_dict(big.to_dict(), clock_fn=lambda: T0)  # (the cycle moved to the oldest generation)
+        gc.collect()
+        assert gone() is None
+    finally:
+        gc.unfreeze()
         gc.enable() if was else gc.disable()
