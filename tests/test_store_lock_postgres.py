@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from lethe import Memory
-from lethe.store import PostgresStore, Shared
+from lethe.store import PostgresStore, Shared, _postgres
 
 from ._writers import counted, race_in_processes, race_in_threads, take_turns
 
@@ -293,7 +293,6 @@ def test_writers_queued_behind_a_slow_fn_wait_while_the_lock_changes_hands(postg
     assert version <= runs <= version + WRITERS
 
 
-
 def test_a_store_keeps_no_lock_state_for_memories_no_thread_writes(postgres_dsn: str) -> None:
     # A process writing many memories (a namespace per user, say) must not grow without bound;
     # the races above take and let go of the locks of threads waiting for each other.
@@ -317,3 +316,105 @@ def test_a_store_keeps_no_lock_state_for_memories_no_thread_writes(postgres_dsn:
             t.join(timeout=60)
         assert len(shared.current()) == WRITERS * 5
         assert store._holds == {}
+
+
+def test_a_waiter_giving_up_leaves_the_thread_that_took_the_lock_holding_it(
+    postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two threads wait for a store's lock; the one that gets it waits on the server behind another
+    # session, while the other gives up.  Giving up must not forget the lock state the taker holds:
+    # its reads and commit then ran outside the lock's transaction, and a nested block waited.
+    monkeypatch.setattr(_postgres, "_LOCK_PATIENCE", 2.0)
+    with PostgresStore(postgres_dsn, timeout=5) as store, PostgresStore(postgres_dsn, timeout=5) as other:
+        Shared(store, "m", Memory())
+        first_holds, let_go = threading.Event(), threading.Event()
+        results: dict[str, Any] = {}
+
+        def first() -> None:
+            with store.lock("m"):
+                first_holds.set()
+                let_go.wait()
+
+        def queued() -> None:  # next in the server's queue, from before the first lets go
+            with other.lock("m") as held:
+                results["other"] = held
+                time.sleep(1.5)
+
+        def waiter(who: str) -> None:
+            with store.lock("m") as held:
+                results[who] = held
+                if held:
+                    results["kept"] = "m" in store._holds
+                    with store.lock("m") as again:
+                        results["nested"] = again
+
+        threads = [threading.Thread(target=first)]
+        threads[0].start()
+        first_holds.wait()
+        threads.append(threading.Thread(target=queued))
+        threads[1].start()
+        time.sleep(0.3)
+        threads += [threading.Thread(target=waiter, args=(who,)) for who in ("b", "e")]
+        for t in threads[2:]:
+            t.start()
+        time.sleep(1.0)
+        let_go.set()
+        for t in threads:
+            t.join(timeout=30)
+        assert results["other"] is True
+        assert sorted([results["b"], results["e"]]) == [False, True]  # one took it, the other gave up
+        assert results["kept"] is True
+        assert results["nested"] is True  # (reentrant: at once, where it waited and went without)
+        assert store._holds == {}
+
+
+def test_writers_of_a_process_with_many_files_open_take_turns_too(postgres_dsn: str) -> None:
+    # Its connections' descriptors are past 1024, which select() refuses: a commit under the
+    # lock was taken for lost, and fn ran again.
+    resource = pytest.importorskip("resource")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1300:
+        pytest.skip(f"at most {hard} open files")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1300) if hard == resource.RLIM_INFINITY else hard, hard))
+    files = [open(os.devnull) for _ in range(1100)]  # noqa: SIM115
+    try:
+        with PostgresStore(postgres_dsn) as a_store, PostgresStore(postgres_dsn) as b_store:
+            runs, _, _ = take_turns(a_store, b_store)
+            assert runs == ["1", "2", "3", "3", "4", "4", "5", "6", "7"]  # (as above)
+    finally:
+        for f in files:
+            f.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_an_interrupt_while_a_thread_waits_for_the_lock_is_raised_as_itself(postgres_dsn: str) -> None:
+    signal = pytest.importorskip("signal")
+    if not hasattr(signal, "setitimer"):
+        pytest.skip("no interval timers here")
+    with PostgresStore(postgres_dsn, timeout=5) as store:
+        holds, let_go = threading.Event(), threading.Event()
+
+        def holder() -> None:
+            with store.lock("m"):
+                holds.set()
+                let_go.wait()
+
+        def interrupt(signum: int, frame: object) -> None:
+            raise KeyboardInterrupt
+
+        thread = threading.Thread(target=holder)
+        thread.start()
+        holds.wait()
+        was = signal.signal(signal.SIGALRM, interrupt)
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0.2)
+            with pytest.raises(KeyboardInterrupt), store.lock("m"):
+                pass
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, was)
+            let_go.set()
+            thread.join(timeout=30)
+        assert store._holds == {}
+        with store.lock("m") as held:
+            assert held

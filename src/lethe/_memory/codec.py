@@ -485,6 +485,9 @@ def _row_instant(f: Field, declared: tuple[Field, ...]) -> list[str]:
     datetime here (the one of the instant ``f`` is after, when they are equal: an entry never
     rehearsed), anything else by :func:`row_time`, which names what is wrong."""
     v, us = f"_v_{f.name}", f"_v_{f.exact}"
+    names = [a.name for a in declared]
+    if f.after is not None and names.index(f.after) > names.index(f.name):
+        raise TypeError(f"{f.name} is declared after={f.after!r}, which must be declared before it")
     lines = [f"    _raw_{f.name} = {v}"] if any(a.after == f.name for a in declared) else []
     lines += [f"    if type({v}) is int and _LOW_US <= {v} <= _HIGH_US:", f"        {us} = float({v})"]
     if f.after is not None:

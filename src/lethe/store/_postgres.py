@@ -594,19 +594,23 @@ class PostgresStore:
             if hold.owner == me:
                 hold.depth += 1
                 return hold
-            # Counted before the lock is let go of: the holder's commit sees it (_WriterLock.alone),
-            # and the holder keeps the hold for this thread rather than forget it (_let_go).
+            # Counted until this thread holds the lock or gives up: the holder's commit sees it
+            # (_WriterLock.alone), and no thread forgets the hold meanwhile (_forget).
             hold.waiting += 1
-        patience = min(self.timeout, _LOCK_PATIENCE)
+        got = False
         try:
-            got = hold.mutex.acquire(timeout=patience)
+            got = hold.mutex.acquire(timeout=min(self.timeout, _LOCK_PATIENCE)) and self._taken(hold, name)
         finally:
             with self._holds_lock:
                 hold.waiting -= 1
                 if not got:
                     self._forget(hold)
-        if not got:
-            return None
+        return hold if got else None
+
+    def _taken(self, hold: _Hold, name: str) -> bool:
+        """Take the server's lock for ``hold``, whose thread lock this thread holds: whether it
+        did (else the thread lock is let go of)."""
+        patience = min(self.timeout, _LOCK_PATIENCE)
         begin, wait, take, timeout = _TAKE
         deadline = time.monotonic() + self.timeout
         seen: tuple[Any, ...] | None = None  # the latest version when this wait began
@@ -646,12 +650,11 @@ class PostgresStore:
                 conn.close()
                 hold.mutex.release()
                 raise
-            hold.owner, hold.depth, hold.conn, hold.session, hold.alone = me, 1, conn, session, False
-            return hold
-        with self._holds_lock:
-            self._forget(hold)
+            hold.owner, hold.depth, hold.conn, hold.session = threading.get_ident(), 1, conn, session
+            hold.alone = False
+            return True
         hold.mutex.release()
-        return None
+        return False
 
     def _forget(self, hold: _Hold) -> None:
         """Drop ``hold`` from the holds (under ``_holds_lock``) unless a thread holds or waits
@@ -863,7 +866,14 @@ def _ended(conn: psycopg.Connection[Any]) -> bool:
     without a round trip: the server said so before it closed the socket, and has nothing
     else to say to a connection that sent nothing and listens to nothing."""
     try:
-        return conn.pgconn.status != psycopg.pq.ConnStatus.OK or bool(select.select([conn.fileno()], [], [], 0)[0])
+        if conn.pgconn.status != psycopg.pq.ConnStatus.OK:
+            return True
+        fd = conn.fileno()
+        if hasattr(select, "poll"):  # (select() refuses descriptors from 1024 on)
+            ready = select.poll()
+            ready.register(fd, select.POLLIN)
+            return bool(ready.poll(0))
+        return bool(select.select([fd], [], [], 0)[0])
     except (OSError, ValueError, psycopg.Error):
         return True
 

@@ -51,7 +51,7 @@ _REFUSED: tuple[type[Exception], ...] = (
 _KEYS = ("config", "latest", "head", "log", "ops", "entries", "checkpoints", "first", "feed")
 
 #: A put order as lethe writes an entries hash's field, and a comma-separated list of them (the
-#: fields a script read, in one string).
+#: fields a script read, joined by the client to be checked at once).
 _SEQ = re.compile("0|[1-9][0-9]{0,18}")
 _SEQS = re.compile("(?:(?:0|[1-9][0-9]{0,18})(?:,(?:0|[1-9][0-9]{0,18}))*)?")
 
@@ -602,16 +602,19 @@ class RedisStore:
 
         Raises:
             StoreError: a field is not a put order as lethe writes one (digits, no leading
-                zero): a commit deletes the field its put order names, never that one.
+                zero): a commit deletes the field its put order names, never that one; or a
+                field or row is not UTF-8 text.
         """
         pairs = found[2]
+        if type(pairs) is not list:  # (not what these scripts return: a script of another version)
+            raise StoreError(f"{name!r}: the server sent {type(pairs).__name__} for the entries, not a list")
         fields = self._texts(pairs[0::2], name)
         seqs = ",".join(fields)  # checked as one string, at C speed
         keyed = json.loads(f"[{seqs}]") if _SEQS.fullmatch(seqs) is not None else []
         if len(keyed) != len(fields):  # (a field that is not one put order: with a comma, say)
             bad = next((seq for seq in fields if _SEQ.fullmatch(seq) is None), seqs)
             raise StoreError(f"{name!r}: the store is damaged: an entry is keyed by {bad[:24]!r}, not a put order")
-        return list(zip(keyed, self._texts(pairs[1::2], name)))
+        return list(zip(keyed, self._texts(pairs[1::2], name), strict=True))
 
     @classmethod
     def _texts(cls, values: list[Any], name: str) -> list[str]:
