@@ -63,6 +63,10 @@ class TestDirectConstruction:
         with pytest.raises(ValueError, match=earlier):
             make(last_accessed_at=T - timedelta(seconds=1))
         assert make(last_accessed_at=T).accessed_us == make().inserted_us  # the same instant is fine
+        # Past 2**53 microseconds (the year 2255) the two float instants are one: the datetimes tell.
+        late = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=2**54)
+        with pytest.raises(ValueError, match="is earlier than inserted_at"):
+            make(inserted_at=late + timedelta(microseconds=1), last_accessed_at=late)
 
     def test_a_merge_that_builds_a_bad_entry_is_refused_where_it_is_built(self) -> None:
         from dataclasses import replace

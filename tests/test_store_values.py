@@ -101,12 +101,13 @@ def test_a_row_s_instants_read_back_to_the_microsecond(inserted: int, later: int
         (4, 1.5, r"^\.accessed_us: expected microseconds"),
         (4, _LOW_US - 1, r"^\.accessed_us: expected microseconds"),
         (4, -1, r"^\.last_accessed_at: earlier than inserted_at"),
+        (4, 2**54, r"^\.last_accessed_at: earlier than inserted_at"),  # (inserted 2**54 + 1: one float)
         (11, "2026-01-01T00:00:00Z", r"^\.expires_us: expected microseconds"),
     ],
 )
 def test_a_row_s_instant_out_of_range_or_not_an_int_is_refused_by_name(at: int, value: Any, refused: str) -> None:
     raw = json.loads(_records.row(entry(), _FN))
-    raw[3:5] = [0, 0]
+    raw[3:5] = [2**54 + 1, 2**54 + 1] if value == 2**54 else [0, 0]
     raw[at] = value
     with pytest.raises(ValueError, match=refused):
         _records.entry(raw, _FN)

@@ -223,9 +223,9 @@ class Entry(Generic[K, V]):
                     setattr_(self, f.name, accept(value, f.name))
         for f in fields(type(self)):
             if f.after is not None and f.exact is not None:
-                after = getattr(self, f.after)
-                if not getattr(self, f.exact) >= to_us(after, f.after):
-                    moment = getattr(self, f.name)
+                # The UTC datetimes, exact (their floats are not past 2**53 microseconds, the year 2255).
+                after, moment = getattr(self, f.after), getattr(self, f.name)
+                if not moment >= after:
                     raise ValueError(f"{f.name} ({moment.isoformat()}) is earlier than {f.after} ({after.isoformat()})")
 
 

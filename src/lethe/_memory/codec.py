@@ -452,9 +452,10 @@ def _reader(cls: type, declared: tuple[Field, ...], row: bool) -> Callable[..., 
         if f.kind == INSTANT:
             if f.after is not None:
                 after = next(a for a in declared if a.name == f.after)
-                tests.append(f"_v_{f.exact} >= _v_{after.exact}")
+                # (the datetimes, exact: the floats past 2**53 microseconds, the year 2255, are not)
+                tests.append(f"_v_{f.name} >= _v_{after.name}")
                 slow += [
-                    f"    if _v_{f.exact} < _v_{after.exact}:",
+                    f"    if _v_{f.name} < _v_{after.name}:",
                     f"        raise ValueError(where + {f'{f.name}: earlier than {f.after}'!r})",
                 ]
             continue
