@@ -598,8 +598,9 @@ class PostgresStore:
             # (_WriterLock.alone), and no thread forgets the hold meanwhile (_forget).
             hold.waiting += 1
         got = False
+        patience = min(self.timeout, _LOCK_PATIENCE)
         try:
-            got = hold.mutex.acquire(timeout=min(self.timeout, _LOCK_PATIENCE)) and self._taken(hold, name)
+            got = hold.mutex.acquire(timeout=patience) and self._taken(hold, name, patience)
         finally:
             with self._holds_lock:
                 hold.waiting -= 1
@@ -607,10 +608,10 @@ class PostgresStore:
                     self._forget(hold)
         return hold if got else None
 
-    def _taken(self, hold: _Hold, name: str) -> bool:
-        """Take the server's lock for ``hold``, whose thread lock this thread holds: whether it
-        did (else the thread lock is let go of)."""
-        patience = min(self.timeout, _LOCK_PATIENCE)
+    def _taken(self, hold: _Hold, name: str, patience: float) -> bool:
+        """Take the server's lock for ``hold``, whose thread lock this thread holds, waiting
+        ``patience`` seconds while it does not change hands: whether it did (else the thread
+        lock is let go of)."""
         begin, wait, take, timeout = _TAKE
         deadline = time.monotonic() + self.timeout
         seen: tuple[Any, ...] | None = None  # the latest version when this wait began
