@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import pickle
 import re
-from datetime import timedelta, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -199,6 +199,20 @@ def test_whole_document_checks_name_the_first_entry_at_fault(
         data["entries"][i].update(fields)
     with pytest.raises(ValueError, match=message):
         Memory.from_dict(data, clock_fn=clock)
+
+
+@pytest.mark.parametrize("entries", [1, 2], ids=["one entry", "several"])
+def test_an_instant_a_microsecond_after_the_latest_reading_past_2255_is_refused(entries: int) -> None:
+    # Past 2**53 microseconds the two instants' floats are one: the datetimes tell.
+    late = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=2**54)
+    mem: Memory[str, str] = Memory(clock_fn=ManualClock(late))
+    for i in range(entries):
+        mem = mem.put("v", key=f"k{i}")
+    data = json.loads(json.dumps(mem.to_dict()))
+    Memory.from_dict(data, clock_fn=ManualClock(late))  # at the latest reading itself: fine
+    data["entries"][-1]["last_accessed_at"] = (late + timedelta(microseconds=1)).isoformat()
+    with pytest.raises(ValueError, match=rf"^entries\[{entries - 1}\]\.last_accessed_at: after the latest clock"):
+        Memory.from_dict(data, clock_fn=ManualClock(late))
 
 
 def test_a_loaded_memory_ranks_as_the_one_it_was_saved_from(clock: ManualClock) -> None:

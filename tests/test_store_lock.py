@@ -9,6 +9,7 @@ store's ``timeout`` at most.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import multiprocessing.process
 import os
@@ -181,6 +182,71 @@ def test_closing_the_last_store_of_a_file_closes_its_lock_file(tmp_path: Path) -
             shared: Shared[str, str] = Shared(store, "notes", Memory())
             shared.update(lambda m: m.put("v", key="k"))
     assert len(list(fds.iterdir())) <= before + 2
+
+
+def _lock_files_open(path: Path) -> int:
+    """How many of this process's descriptors are open on ``path``'s lock file."""
+    fds = Path("/proc/self/fd")
+    if not fds.exists():
+        pytest.skip("needs /proc/self/fd")
+    lock_file = str(path) + "-lethe-lock"
+    found = 0
+    for fd in fds.iterdir():
+        with contextlib.suppress(OSError):  # (the listing's own descriptor, closed by now)
+            found += os.readlink(fd) == lock_file
+    return found
+
+
+def test_a_store_closed_while_its_lock_is_held_closes_the_lock_file_when_it_is_let_go(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    store = SQLiteStore(str(path))
+    Shared(store, "notes", Memory())
+    with store.lock("notes") as held:
+        assert held
+        store.close()  # (closing the descriptor now would drop the lock this block holds)
+        assert _lock_files_open(path) == 1
+    assert _lock_files_open(path) == 0
+
+
+_OUT_OF_DESCRIPTORS = """
+import os, resource, sys
+from lethe import Memory
+from lethe.store import Shared, SQLiteStore
+
+store = SQLiteStore(sys.argv[1])
+Shared(store, "notes", Memory())
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))
+spent = []
+try:
+    while True:
+        spent.append(os.open(os.devnull, os.O_RDONLY))
+except OSError:
+    pass
+with store.lock("notes") as held:
+    print(held)
+for fd in spent:
+    os.close(fd)
+with store.lock("notes") as held:
+    print(held)
+"""
+
+
+def test_a_process_out_of_descriptors_for_a_while_takes_the_lock_again_once_it_has_one(tmp_path: Path) -> None:
+    resource = pytest.importorskip("resource")
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[1] < 64:
+        pytest.skip("the hard limit of descriptors is below 64")
+    import subprocess
+    import sys
+
+    ran = subprocess.run(
+        [sys.executable, "-c", _OUT_OF_DESCRIPTORS, str(tmp_path / "m.db")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split() == ["False", "True"]
 
 
 def test_locking_must_be_a_bool(tmp_path: Path) -> None:

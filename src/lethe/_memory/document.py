@@ -43,6 +43,9 @@ _INSTANTS = tuple((f.name, f.exact) for f in fields(Entry) if f.exact is not Non
 #: The instants a clock reading gives (a put's, a rehearsal's), by name and exact attribute.
 _CLOCKED = tuple((f.name, f.exact) for f in fields(Entry) if f.exact is not None and f.put == CLOCK)
 _CLOCKED_US = tuple(attrgetter(exact) for _, exact in _CLOCKED)
+#: From here on an instant's float stands for more than one microsecond (the year 2255): an
+#: instant whose float equals the latest reading's is compared by the exact datetimes.
+_INEXACT_US = float(2**53)
 
 
 def memory_to_dict(config: Config, snapshot: Snapshot) -> dict[str, Any]:
@@ -75,7 +78,8 @@ def check_entries(
     if len(built) == 1:  # a commit's one write: nothing to be unique among, no dimension to differ
         e = built[0]
         fits = (next_seq is None or e.seq < next_seq) and e.decay_state is None
-        if fits and max([us(e) for us in _CLOCKED_US]) <= latest_us:
+        last = max([us(e) for us in _CLOCKED_US])
+        if fits and (last < latest_us or (last == latest_us and last < _INEXACT_US)):
             return
     # Each check runs over the whole list at C speed; the loop that names the first culprit
     # runs only when there is one.
@@ -98,11 +102,13 @@ def check_entries(
         i = next(i for i, e in enumerate(built) if e.vector is not None and len(e.vector) != first)
         raise ValueError(f"entries[{i}].vector: {len(built[i].vector)} dimensions; the memory's vectors have {first}")  # type: ignore[arg-type]
     seen = "none" if latest is None else latest  # (formatted only in a message)
-    late = built and max(max(map(exact, built)) for exact in _CLOCKED_US) > latest_us
+    last = max(max(map(exact, built)) for exact in _CLOCKED_US) if built else -math.inf
+    late = last > latest_us or (last == latest_us and last >= _INEXACT_US)
     for i in range(len(built)) if late else compress(range(len(built)), map(is_not, map(_STATE, built), repeat(None))):
         e = built[i]
         for name, exact in _CLOCKED:  # instants a clock reading gave: none after the latest one
-            if getattr(e, exact) > latest_us:
+            us = getattr(e, exact)
+            if us > latest_us or (us == latest_us and us >= _INEXACT_US and getattr(e, name) > latest):
                 raise ValueError(f"entries[{i}].{name}: after the latest clock reading ({_iso(seen)})")
         if e.decay_state is None:
             continue

@@ -23,7 +23,8 @@ The lock only saves work, correctness never rests on it, so it never makes a wri
   the writers take turns behind a ``fn`` that takes a while) the wait goes on, up to ``limit``
   seconds in all;
 * where there is no ``fcntl`` (Windows), or the side file cannot be made (a read-only
-  directory), writes go on without it.
+  directory), writes go on without it; a process out of descriptors for now writes without it
+  until it has one again.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ __all__ = ["FileLocks", "Held"]
 _SPAN = 1 << 31
 # The lock file's name: the database's, and this.
 _SUFFIX = "-lethe-lock"
+# Why a lock file may fail to open now and open later: no locks for this write, not for good.
+_PASSING = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EINTR, errno.EAGAIN})
 #: How long a writer waits for a memory's lock, at most, before it writes without it: far longer
 #: than writers take turns (a commit is about 0.1 ms), short enough that a holder stuck in a slow
 #: ``fn`` costs the others a second, not the store's whole timeout.
@@ -79,10 +82,18 @@ class _File:
     closed only when no store of this process has the file open: closing any descriptor of a
     file drops every POSIX lock this process holds on it."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, key: str, fd: int) -> None:
+        self.key = key
         self.fd = fd
         self.users = 0
         self.bytes: dict[int, _Byte] = {}
+
+    def forget_if_unused(self) -> None:
+        """Close the descriptor once no store of this process uses the file and no thread holds
+        a lock in it (closing it would drop that lock); call under ``_GUARD``."""
+        if self.users <= 0 and _FILES.get(self.key) is self and all(b.owner is None for b in self.bytes.values()):
+            del _FILES[self.key]
+            os.close(self.fd)
 
 
 _FILES: dict[str, _File] = {}
@@ -117,11 +128,13 @@ class FileLocks:
             if found is None:
                 try:
                     fd = os.open(self._key, os.O_RDWR | os.O_CREAT, 0o644)
-                except OSError:  # a directory this process cannot write: no locks (nor writes)
-                    self._closed = True
+                except OSError as exc:
+                    # A directory this process cannot write: no locks (nor writes).  Out of
+                    # descriptors: none for this write, and the file is tried again next time.
+                    self._closed = exc.errno not in _PASSING
                     return None
                 _share(fd, self._key[: -len(_SUFFIX)])
-                found = _FILES[self._key] = _File(fd)
+                found = _FILES[self._key] = _File(self._key, fd)
             if self._pid != pid:
                 self._pid = pid
                 found.users += 1
@@ -209,11 +222,14 @@ class FileLocks:
         byte.depth -= 1
         if byte.depth:
             return
-        byte.owner = None
         try:
             fcntl.lockf(file.fd, fcntl.LOCK_UN, 1, offset)
         finally:
+            byte.owner = None  # (after: a store closing meanwhile keeps the descriptor until then)
             byte.mutex.release()
+        if file.users <= 0:  # every store of the file closed while this lock was held
+            with _GUARD:
+                file.forget_if_unused()
 
     def close(self) -> None:
         """This store no longer writes: the file's descriptor closes with the last such store."""
@@ -226,9 +242,7 @@ class FileLocks:
             if file is None or self._pid != os.getpid():
                 return
             file.users -= 1
-            if file.users <= 0 and not any(b.owner is not None for b in file.bytes.values()):
-                del _FILES[self._key]
-                os.close(file.fd)
+            file.forget_if_unused()
 
 
 class Held:

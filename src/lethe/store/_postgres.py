@@ -162,6 +162,11 @@ class _Lost(Exception):
         super().__init__(str(cause).strip())
 
 
+class _Unsent(_Lost):
+    """The writer lock's session had ended before the commit was sent on it: nothing of the
+    commit reached the server, so it can be sent again at once, without the lock."""
+
+
 def _lost(exc: Exception) -> bool:
     """Whether trying again may mend ``exc``: the connection failed, or could not be made."""
     return isinstance(exc, _Lost)
@@ -467,7 +472,7 @@ class PostgresStore:
             "key": _lock_key(name) if self._yields(name) else None,
         }
 
-        seqs, rows = [seq for seq, _ in written], [row for _, row in written]
+        params["seqs"], params["rows"] = [seq for seq, _ in written], [row for _, row in written]
 
         def commit(conn: psycopg.Connection[Any]) -> bool:
             nonlocal sent_on
@@ -477,7 +482,7 @@ class PostgresStore:
             # both read version - 1, the second gets a unique violation on the primary key), the
             # entry rows change only if it went in, and the notification (see wait) is delivered
             # at commit.
-            done = conn.execute(_APPEND, {**params, "seqs": seqs, "rows": rows}).fetchone()
+            done = conn.execute(_APPEND, params).fetchone()
             return done is not None and done[0] == 1
 
         def learn(conn: psycopg.Connection[Any]) -> bool:
@@ -509,7 +514,7 @@ class PostgresStore:
                 if held is not None and not learning:
                     # Under this thread's writer lock: on its transaction, whose COMMIT lets go.
                     sent_on, hold, held = held.session, held, None
-                    done = self._commit_held(hold, {**params, "seqs": seqs, "rows": rows})
+                    done = self._commit_held(hold, params)
                 elif learning:
                     done = self._attempt(learn)
                 else:
@@ -525,6 +530,9 @@ class PostgresStore:
                 if not learning:
                     raise  # the server answered (a lock held too long): rolled back, nothing written
                 raise CommitUnknown(f"{name!r}: whether version {version} was committed is unknown: {exc}") from None
+            except _Unsent:
+                sent_on = None  # nothing went out: the commit is sent again, without the lock
+                continue
             except _Lost as lost:
                 if tries.again():
                     continue
@@ -719,6 +727,7 @@ class PostgresStore:
         It also notes whether another writer waited for the lock then (see ``_WriterLock.alone``).
 
         Raises:
+            _Unsent: the server had ended the session before the commit was sent: nothing was.
             _Lost: the connection broke (whether the commit went in is for the caller to learn).
             StoreError: a lock it needed stayed held past ``timeout``: nothing was written.
         """
@@ -727,7 +736,7 @@ class PostgresStore:
         key = _lock_key(values["name"]) & 0xFFFF_FFFF
         if _ended(conn):  # (a pipeline sent on it would fail twice, and psycopg log the second)
             conn.close()
-            raise _Lost(psycopg.OperationalError("the server ended the session holding the writer lock"))
+            raise _Unsent(psycopg.OperationalError("the server ended the session holding the writer lock"))
         try:
             with _pipeline(conn):
                 cursor = conn.execute(_APPEND, values)
