@@ -211,6 +211,31 @@ def test_created_at_stays_and_updated_at_moves() -> None:
     assert item.updated_at == datetime(2026, 1, 1, 12, 1, tzinfo=timezone.utc)
 
 
+def test_entries_another_client_put_read_as_items(tmp_path: Path) -> None:
+    # A namespace is a lethe memory any Shared may write: what such a writer put in place of the
+    # item's times, or a value that is not a JSON object, reads as an item still.
+    engine = SQLiteStore(tmp_path / "m.db")
+    store = LetheStore(engine)
+    store.put(("users", "ada"), "tea", {"text": "likes genmaicha"})
+    template = store.shared(("users", "ada")).current().configure(on_evict=None).clear()
+    other: Shared[str, Any] = Shared(engine, NAME_PREFIX + '["users","ada"]', template)
+    odd = {"created_at": "yesterday", "updated_at": 5}
+    naive = {"created_at": "2026-01-01T12:00:00", "updated_at": "2026-01-02T12:00:00+00:00"}
+    other.update(lambda m: m.put({"text": "x"}, key="odd", metadata=odd).put("a text", key="plain", metadata=naive))
+    odd_item, plain = store.get(("users", "ada"), "odd"), store.get(("users", "ada"), "plain")
+    assert odd_item is not None
+    assert plain is not None
+    held = other.current()
+    assert (odd_item.created_at, odd_item.updated_at) == (held.peek("odd").inserted_at,) * 2
+    assert (plain.created_at, plain.updated_at) == (
+        held.peek("plain").inserted_at,
+        datetime(2026, 1, 2, 12, tzinfo=timezone.utc),
+    )
+    assert plain.value == {"value": "a text"}
+    assert sorted(item.key for item in store.search(("users", "ada"))) == ["odd", "plain", "tea"]
+    engine.close()
+
+
 # -- bad input: a clear error, nothing written -----------------------------------------------
 
 

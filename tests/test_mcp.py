@@ -357,6 +357,25 @@ def test_server_over_a_shared_memory_decays_expires_and_evicts() -> None:
     assert sorted(other.current().keys()) == ["city", "name", "tea"]
 
 
+def test_a_key_spelled_with_leading_zeros_is_a_key_of_its_own() -> None:
+    # "7" also names the generated key 7 (a model may give either spelling); "007" does not.
+    shared: Shared[Any, str] = Shared(InMemoryStore(), "notes", Memory(max_entries=100))
+
+    async def main() -> None:
+        async with Client(server(shared)) as client:
+            for i in range(8):
+                await call(client, "remember", text=f"fact number {i}")  # the generated keys 0 to 7
+            made = await call(client, "remember", text="James Bond's codename", key="007")
+            assert (made["key"], made["replaced"]) == ("007", False)
+            assert "0001" in await error(client, "forget", key="0001")
+            assert (await call(client, "forget", key="7"))["key"] == 7
+
+    run(main)
+    mem = shared.current()
+    assert (mem.peek("007").value, mem.peek(1).value) == ("James Bond's codename", "fact number 1")
+    assert 7 not in mem
+
+
 # -- the command line ------------------------------------------------------------
 
 

@@ -198,20 +198,37 @@ def _iso(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).isoformat()
 
 
+def _stamp(meta: Mapping[str, Any], field: str, fallback: datetime) -> datetime:
+    """The instant ``meta[field]`` holds as a put writes it (an ISO 8601 text with its offset);
+    ``fallback`` when it holds none, or something else another client of the memory put there."""
+    text = meta.get(field)
+    if type(text) is str:
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            return fallback
+        if moment.utcoffset() is not None:
+            return moment
+    return fallback
+
+
 def _times(entry: Entry[str, _Value]) -> tuple[datetime, datetime]:
     """When the item was created and last written (its entry's put time, before a re-put)."""
     meta = entry.metadata
-    created = datetime.fromisoformat(meta[_CREATED]) if _CREATED in meta else entry.inserted_at
-    updated = datetime.fromisoformat(meta[_UPDATED]) if _UPDATED in meta else entry.inserted_at
-    return created, updated
+    return _stamp(meta, _CREATED, entry.inserted_at), _stamp(meta, _UPDATED, entry.inserted_at)
+
+
+def _value(entry: Entry[str, Any]) -> _Value:
+    """A copy of the entry's value as an item's value, a JSON object: one that another client of
+    the memory put as something else (a text, a list) shows as ``{"value": ...}``."""
+    value = copy.deepcopy(entry.value)
+    return value if type(value) is dict else {"value": value}
 
 
 def _item(namespace: _Namespace, entry: Entry[str, _Value]) -> Item:
     """The entry as LangGraph's ``Item``, with a copy of its value (the entry's stays as it is)."""
     created, updated = _times(entry)
-    return Item(
-        value=copy.deepcopy(entry.value), key=entry.key, namespace=namespace, created_at=created, updated_at=updated
-    )
+    return Item(value=_value(entry), key=entry.key, namespace=namespace, created_at=created, updated_at=updated)
 
 
 def _hit(namespace: _Namespace, entry: Entry[str, _Value], score: float | None) -> SearchItem:
@@ -220,7 +237,7 @@ def _hit(namespace: _Namespace, entry: Entry[str, _Value], score: float | None) 
     return SearchItem(
         namespace=namespace,
         key=entry.key,
-        value=copy.deepcopy(entry.value),
+        value=_value(entry),
         created_at=created,
         updated_at=updated,
         score=score,

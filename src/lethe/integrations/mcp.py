@@ -170,14 +170,19 @@ def _gone(entry: Entry[Any, Any]) -> Forgotten:
     return Forgotten(key=_key_out(entry.key), text=_text(entry))
 
 
+#: The most digits a generated key has (they stay below 2**63): a longer text spells none.
+_INT_DIGITS = 19
+
+
 def _held(mem: Memory[Any, Any], key: str | int) -> str | int | None:
     """The key of ``mem`` that ``key`` names, or None: ``key`` itself, else its other spelling
-    (``"7"`` for the generated key ``7``, or ``7`` for the key ``"7"``), as a model may give either."""
+    (``"7"`` for the generated key ``7``, or ``7`` for the key ``"7"``), as a model may give either.
+    Only the int's own spelling names it: ``"007"`` is a key of its own, never ``7``."""
     if key in mem:
         return key
     if isinstance(key, int):
         other: str | int = str(key)
-    elif key.isascii() and key.isdecimal():
+    elif key.isascii() and key.isdecimal() and len(key) <= _INT_DIGITS and str(int(key)) == key:
         other = int(key)
     else:
         return None
