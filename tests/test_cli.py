@@ -359,8 +359,20 @@ def test_simulate_bad_file_and_options(tmp_path: Path) -> None:
     expect_error(run("simulate", str(tmp_path / "none.jsonl")), "no such file")
     path = write_log(tmp_path, generated_log())
     expect_error(run("simulate", path, "--capacity", "0"), "--capacity")
+    expect_error(run("simulate", path, "--capacity", str(2**63)), "--capacity", "2**63 - 1")
     expect_error(run("simulate", path, "--model", "nonesuch"), "nonesuch")
     expect_error(run("simulate", path, "--half-life", "1y"), "--half-life")
+
+
+def test_a_value_holding_a_lone_surrogate_is_printed_escaped(tmp_path: Path) -> None:
+    # A str may hold one (a memory and every store keep it) though UTF-8 cannot encode it.
+    mem: Memory[str, str] = Memory(clock_fn=lambda: T0).put("half an emoji \ud83d", key="k")
+    path = saved(tmp_path, mem.to_dict())
+    log = write_log(tmp_path, [{"t": 0, "op": "put", "key": "k", "value": "half an emoji \ud83d"}])
+    for args in (("inspect", path), ("inspect", path, "--json"), ("simulate", log), ("simulate", log, "--json")):
+        result = run(*args)
+        assert result.returncode == 0, result.stderr
+        assert "\\ud83d" in result.stdout, args
 
 
 # -- the demo stays the default -------------------------------------------------

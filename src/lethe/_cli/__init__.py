@@ -20,9 +20,11 @@ each command has a module of its own (``_demo``, ``_curves``, ``_inspect``,
 from __future__ import annotations
 
 import argparse
+import io
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from typing import NoReturn, TextIO
 
 from lethe._cli import _inspect, _mcp
 from lethe._cli._curves import curve_points, curves
@@ -150,6 +152,34 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = build_parser().parse_args(argv)
+    # (The MCP server speaks its protocol on a stream of its own over stdout's buffer.)
+    with nullcontext() if args.command == "mcp" else _escaping(sys.stdout, sys.stderr):
+        return _run(args)
+
+
+#: The error handlers of a text stream that raise on some text a ``str`` may hold.
+_FAILING = frozenset({"strict", "surrogateescape"})
+
+
+@contextmanager
+def _escaping(*streams: TextIO) -> Iterator[None]:
+    """Text a stream cannot encode written as backslash escapes while the block runs, not a
+    ``UnicodeEncodeError``: a value holding a lone surrogate (which a memory and every store
+    keep), or any text beyond ASCII on a terminal that takes only ASCII."""
+    # ("surrogateescape", the default under the C locale, takes only the surrogates that stand
+    # for undecodable bytes.)
+    changed = [(s, s.errors) for s in streams if isinstance(s, io.TextIOWrapper) and s.errors in _FAILING]
+    for stream, _ in changed:
+        stream.reconfigure(errors="backslashreplace")
+    try:
+        yield
+    finally:
+        for stream, errors in changed:
+            stream.reconfigure(errors=errors)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command ``args`` name, run; returns the exit status."""
     try:
         if args.command in (None, "demo"):
             return demo()

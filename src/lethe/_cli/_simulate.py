@@ -27,6 +27,7 @@ from lethe._cli._format import (
 )
 from lethe._cli._models import build_model, uses_half_life
 from lethe._cli._states import count_text, counts, state
+from lethe._memory.config import MAX_ENTRIES
 
 #: The operations a log line may name, in the order the report counts them.
 OPS = ("put", "get", "touch", "update", "pin", "unpin", "delete", "evict")
@@ -130,8 +131,8 @@ def simulate(path: str, model: str = "exponential", half_life: str = "1h", capac
         CLIError: a bad option, an unreadable file or a bad line (named by number).
     """
     hl = parse_duration(half_life, "--half-life")
-    if capacity < 1:
-        raise CLIError(f"--capacity: must be >= 1, got {capacity}")
+    if not 1 <= capacity <= MAX_ENTRIES:
+        raise CLIError(f"--capacity: must be from 1 to 2**63 - 1, got {capacity}")
     fn = build_model(model, hl)
     report = SimulationReport(model=model, half_life=hl if uses_half_life(model, hl) else None, capacity=capacity)
     clock = ManualClock(_SIM_START)
