@@ -578,3 +578,29 @@ def test_a_thread_waiting_when_the_store_closes_gets_store_error(
     assert len(got) == 1
     assert isinstance(got[0], StoreError), got
     assert "closed" in str(got[0])
+
+
+@pytest.mark.parametrize("kind", SERVED)
+def test_a_shared_closed_while_another_thread_waits_on_it_ends_the_wait(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    store = _build(kind, request, tmp_path)
+    follower: Shared[int, str] = Shared(store, "m", _template())
+    got: list[BaseException | bool] = []
+
+    def wait() -> None:
+        try:
+            got.append(follower.wait())  # no timeout: until a commit, or the object is closed
+        except BaseException as exc:
+            got.append(exc)
+
+    waiter = threading.Thread(target=wait, daemon=True)
+    waiter.start()
+    time.sleep(0.3)  # blocked in the wait
+    follower.close()
+    waiter.join(timeout=5)  # (one slice of the engine's wait: a quarter of a second)
+    assert not waiter.is_alive()
+    assert len(got) == 1
+    assert isinstance(got[0], StoreError), got
+    assert "closed" in str(got[0])
+    store.close()

@@ -37,8 +37,9 @@ V = TypeVar("V")
 R = TypeVar("R")
 T = TypeVar("T")
 
-#: The longest one call of an engine's ``wait`` blocks for (a ``wait()`` with no timeout calls it again).
-_WAIT_SLICE = 10.0
+#: The longest one call of an engine's ``wait`` blocks for (``wait()`` calls it again until its
+#: timeout): what a ``close()`` from another thread waits for before ``wait()`` raises.
+_WAIT_SLICE = 0.25
 
 
 def _config_document(config: Config) -> dict[str, Any]:
@@ -712,17 +713,20 @@ class Shared(Generic[K, V]):
         deadline = None if timeout is None else time.monotonic() + _checked_wait(timeout)
         with self._lock:
             start = self._version
+        moved = True  # a catch-up is due: at first, and once the engine saw a commit
         while True:
-            with self._lock:
-                self._catch_up()
-                seen = self._version
-            if seen != start:
-                return True
+            if moved:
+                with self._lock:
+                    self._catch_up()
+                    seen = self._version
+                if seen != start:
+                    return True
             left = _WAIT_SLICE if deadline is None else min(deadline - time.monotonic(), _WAIT_SLICE)
             if left <= 0:
                 return False
             latest = self._call(self._store.wait, seen, left)
-            if latest != seen:
+            moved = latest != seen
+            if moved:
                 with self._lock:
                     if self._version == seen:
                         self._stalled(seen, latest)
@@ -1335,6 +1339,7 @@ class Shared(Generic[K, V]):
 
         The store stays open (other ``Shared`` objects may use it): close it
         yourself.  ``with Shared(...) as shared:`` closes on leaving the block.
+        A :meth:`wait` in another thread raises within a quarter of a second.
         """
         self._closed = True
 
