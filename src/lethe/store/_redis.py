@@ -156,19 +156,6 @@ redis.call('XADD', KEYS[9], 'MAXLEN', '~', 64, '*', 'v', ARGV[1])
 return 1
 """
 
-# Returns {version, head, {seq, row, seq, row, ...}} of the current state, or nil.
-_LOAD = _PRELUDE + """
-local held = redis.call('GET', KEYS[2])
-if not held then return nil end
-local latest, bad = version(held, 'latest version')
-if bad then return redis.error_reply(bad) end
-local head = redis.call('GET', KEYS[3])
-if not head then return redis.error_reply('LETHE the head of version ' .. latest .. ' is missing') end
-local out = {latest, head}
-rows(out, KEYS[6])
-return out
-"""
-
 # ARGV: after, upto (-1: the latest), most.  Returns nil (no such memory) or {latest, first,
 # version, record, ...}: the latest version, the first version the log holds, then the records
 # from after + 1 (from first, if later: compacted away before it) up to upto, at most ``most`` of
@@ -416,7 +403,6 @@ class RedisStore:
             for name, source in (
                 ("open", _OPEN),
                 ("append", _APPEND),
-                ("load", _LOAD),
                 ("read", _READ),
                 ("checkpoint", _CHECKPOINT),
                 ("compact", _COMPACT),
@@ -590,31 +576,59 @@ class RedisStore:
         return self._text(stored, name)
 
     def load(self, name: str) -> tuple[int, str, list[tuple[int, str]]]:
-        """See :meth:`lethe.store.Store.load`."""
-        found = self._script("load", name)
-        if found is None:
+        """See :meth:`lethe.store.Store.load`.
+
+        The latest version, its head and the entries hash (``HGETALL``) in one transaction
+        (``MULTI``/``EXEC``): one round trip, read at one instant.  Not a script: turning a
+        large hash into a script's reply takes the server longer than reading it.
+        """
+        keys = self._keys(name)
+
+        def read() -> list[Any]:
+            pipe = self._client.pipeline(transaction=True)
+            pipe.get(keys[1])
+            pipe.get(keys[2])
+            pipe.hgetall(keys[5])
+            return pipe.execute()
+
+        held, head, entries = self._run(read, name)
+        if held is None:
             raise KeyError(name)
-        return int(found[0]), self._text(found[1], name), self._rows(found, name)
+        version = self._version(held, name)
+        if head is None:
+            raise StoreError(f"{name!r}: the store is damaged: the head of version {version} is missing")
+        if type(entries) is not dict:  # (not what redis-py makes of a hash)
+            raise StoreError(f"{name!r}: the server sent {type(entries).__name__} for the entries, not a hash")
+        return version, self._text(head, name), self._keyed(list(entries), list(entries.values()), name)
 
     def _rows(self, found: list[Any], name: str) -> list[tuple[int, str]]:
         """The ``(seq, row)`` pairs a script returned after the version and head: the entries
         hash as ``HGETALL`` gives it, each field (the put order its row is keyed by) then the row.
 
         Raises:
-            StoreError: a field is not a put order as lethe writes one (digits, no leading
-                zero): a commit deletes the field its put order names, never that one; or a
-                field or row is not UTF-8 text.
+            StoreError: as :meth:`_keyed`.
         """
         pairs = found[2]
         if type(pairs) is not list:  # (not what these scripts return: a script of another version)
             raise StoreError(f"{name!r}: the server sent {type(pairs).__name__} for the entries, not a list")
-        fields = self._texts(pairs[0::2], name)
-        seqs = ",".join(fields)  # checked as one string, at C speed
+        return self._keyed(pairs[0::2], pairs[1::2], name)
+
+    def _keyed(self, fields: list[Any], rows: list[Any], name: str) -> list[tuple[int, str]]:
+        """The ``(seq, row)`` pairs of an entries hash's ``fields`` (each the put order its row
+        is keyed by) and ``rows``, as the server sent them.
+
+        Raises:
+            StoreError: a field is not a put order as lethe writes one (digits, no leading
+                zero): a commit deletes the field its put order names, never that one; or a
+                field or row is not UTF-8 text.
+        """
+        texts = self._texts(fields, name)
+        seqs = ",".join(texts)  # checked as one string, at C speed
         keyed = json.loads(f"[{seqs}]") if _SEQS.fullmatch(seqs) is not None else []
-        if len(keyed) != len(fields):  # (a field that is not one put order: with a comma, say)
-            bad = next((seq for seq in fields if _SEQ.fullmatch(seq) is None), seqs)
+        if len(keyed) != len(texts):  # (a field that is not one put order: with a comma, say)
+            bad = next((seq for seq in texts if _SEQ.fullmatch(seq) is None), seqs)
             raise StoreError(f"{name!r}: the store is damaged: an entry is keyed by {bad[:24]!r}, not a put order")
-        return list(zip(keyed, self._texts(pairs[1::2], name), strict=True))
+        return list(zip(keyed, self._texts(rows, name), strict=True))
 
     @classmethod
     def _texts(cls, values: list[Any], name: str) -> list[str]:
