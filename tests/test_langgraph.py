@@ -7,7 +7,9 @@ several processes (nothing lost through ``update``; each ``put`` is one commit).
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
+import weakref
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -234,6 +236,22 @@ def test_entries_another_client_put_read_as_items(tmp_path: Path) -> None:
     assert plain.value == {"value": "a text"}
     assert sorted(item.key for item in store.search(("users", "ada"))) == ["odd", "plain", "tea"]
     engine.close()
+
+
+def test_a_store_keeps_the_replicas_of_the_namespaces_it_used_last_only() -> None:
+    # A server with a namespace per user must not keep every one it ever saw in memory.
+    store = LetheStore()
+    store.put(("first",), "k", {"v": 0})
+    first = weakref.ref(store.shared(("first",)))
+    for i in range(1100):
+        store.put((f"user-{i}",), "k", {"v": i})
+    gc.collect()
+    assert first() is None
+    item = store.get(("first",), "k")  # read from the engine again
+    assert item is not None
+    assert item.value == {"v": 0}
+    assert len(store.list_namespaces(limit=2000)) == 1101
+    store.close()
 
 
 # -- bad input: a clear error, nothing written -----------------------------------------------

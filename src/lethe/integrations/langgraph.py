@@ -39,6 +39,7 @@ import math
 import re
 import sys
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple
@@ -80,6 +81,9 @@ _Namespace = tuple[str, ...]
 
 # The item's LangGraph bookkeeping, in its entry's metadata (the value stays the caller's dict).
 _CREATED, _UPDATED, _TTL, _VECTORS = "created_at", "updated_at", "ttl_minutes", "vectors"
+#: How many namespaces' replicas a LetheStore keeps, the latest used: a server that serves a
+#: namespace per user keeps a bounded number of them in memory, not every one it ever saw.
+_REPLICAS = 1024
 # What LangGraph's SQL stores accept as a filter key (a dotted path of JSON property names):
 # a filter that works here works there.
 _FILTER_KEY = re.compile(r"[\w-]+(?:\.[\w-]+)*\Z")
@@ -307,8 +311,9 @@ class LetheStore(BaseStore):
     and changing a dict after a put or a get changes nothing in the store.  A put replaces
     the item (its decay starts over) but keeps its importance and pin, set through
     :meth:`shared` (``touch``, ``pin``).  A refreshing read of an item with a TTL is a put
-    of it: its deadline moves and, with a template, its decay starts over.  Each namespace
-    this store reads or writes is kept as a replica in this process, until :meth:`close`.
+    of it: its deadline moves and, with a template, its decay starts over.  The namespaces
+    this store read or wrote last (1,024 of them) are kept as replicas in this process,
+    until :meth:`close`; another is read from the engine again when next used.
     Reads and searches answer from each
     namespace's replica, caught up with the store first; a batch's writes to one
     namespace are one commit.  Thread-safe.
@@ -363,7 +368,7 @@ class LetheStore(BaseStore):
             self.index_config = index.copy()
             self.embeddings = ensure_embeddings(index.get("embed"))
             self._fields = [(p, p if p == "$" else tokenize_path(p)) for p in index.get("fields") or ["$"]]
-        self._memories: dict[str, Shared[str, _Value]] = {}
+        self._memories: OrderedDict[str, Shared[str, _Value]] = OrderedDict()  # the latest used last
         self._multi: dict[str, tuple[Memory[str, _Value], list[Entry[str, _Value]]]] = {}
         self._lock = threading.Lock()
 
@@ -388,13 +393,19 @@ class LetheStore(BaseStore):
     def _open(self, name: str, create: bool) -> Shared[str, _Value] | None:
         with self._lock:
             shared = self._memories.get(name)
-            if shared is None:
-                if not create:
-                    try:
-                        self._engine.config(name)
-                    except KeyError:
-                        return None
-                shared = self._memories[name] = Shared(self._engine, name, self._template)
+            if shared is not None:
+                self._memories.move_to_end(name)
+                return shared
+            if not create:
+                try:
+                    self._engine.config(name)
+                except KeyError:
+                    return None
+            shared = self._memories[name] = Shared(self._engine, name, self._template)
+            if len(self._memories) > _REPLICAS:
+                # Forgotten, not closed: a thread may be using it (it is read again when used).
+                gone, _ = self._memories.popitem(last=False)
+                self._multi.pop(gone, None)
             return shared
 
     def _namespaces(self, prefix: _Namespace = ()) -> list[tuple[_Namespace, str]]:
@@ -728,7 +739,10 @@ class LetheStore(BaseStore):
         version of a namespace (searches of an unchanged namespace reuse it)."""
         seen = self._multi.get(name)
         if seen is None or seen[0] is not mem:
-            seen = self._multi[name] = (mem, mem.filter(lambda e: _VECTORS in e.metadata))
+            seen = (mem, mem.filter(lambda e: _VECTORS in e.metadata))
+            with self._lock:
+                if name in self._memories:  # (kept only while its replica is)
+                    self._multi[name] = seen
         return seen[1]
 
     def _ranked(
@@ -780,7 +794,7 @@ class LetheStore(BaseStore):
     def close(self) -> None:
         """Close the namespaces' memories (and the engine, when this store made it)."""
         with self._lock:
-            memories, self._memories = list(self._memories.values()), {}
+            memories, self._memories = list(self._memories.values()), OrderedDict()
             self._multi.clear()
         for shared in memories:
             shared.close()
