@@ -223,6 +223,14 @@ def test_bad_arguments_are_tool_errors_and_the_server_goes_on(tmp_path: Path) ->
                 ("forget", {}, "key"),
                 ("forget", {"key": True}, "key"),  # a JSON true is no key (not the key 1)
                 ("remember", {"text": "x", "key": False}, "key"),
+                # Another JSON type is not taken for the one asked for.
+                ("remember", {"text": "x", "pinned": 1}, "pinned"),
+                ("remember", {"text": "x", "pinned": "yes"}, "pinned"),
+                ("remember", {"text": "x", "importance": "2"}, "importance"),
+                ("remember", {"text": "x", "importance": True}, "importance"),
+                ("remember", {"text": "x", "ttl": "60"}, "ttl"),
+                ("top", {"k": "3"}, "k"),
+                ("top", {"k": 2.0}, "k"),
             ]
             for tool, arguments, named in bad:
                 message = await error(session, tool, **arguments)
@@ -369,6 +377,9 @@ def test_a_key_spelled_with_leading_zeros_is_a_key_of_its_own() -> None:
             assert (made["key"], made["replaced"]) == ("007", False)
             assert "0001" in await error(client, "forget", key="0001")
             assert (await call(client, "forget", key="7"))["key"] == 7
+            # Any int key, past 2**64 too (JSON clients often send such numbers as text).
+            await call(client, "remember", text="a long key", key=2**64)
+            assert (await call(client, "forget", key=str(2**64)))["key"] == 2**64
 
     run(main)
     mem = shared.current()

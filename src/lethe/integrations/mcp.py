@@ -25,7 +25,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
 
 from lethe import Entry, Memory, MemoryFullError, __version__
 from lethe._memory.version import snapshot_of
@@ -107,10 +107,11 @@ class Stats(BaseModel):
     newest: str | None = Field(description="When the newest memory held was remembered (ISO 8601, UTC).")
 
 
-# The tools' arguments, as the input schemas describe them to the model.
+# The tools' arguments, as the input schemas describe them to the model: strict, so an argument
+# of another JSON type ("2" for a number, 1 for true) is a tool error naming it, not a guess.
 _Text = Annotated[str, Field(min_length=1, description="What to remember: one self-contained fact, in plain words.")]
 _Importance = Annotated[
-    float,
+    StrictFloat,
     Field(
         gt=0,
         allow_inf_nan=False,
@@ -118,9 +119,9 @@ _Importance = Annotated[
         "one half-life longer, 0.5 starts half as strong.",
     ),
 ]
-_Pinned = Annotated[bool, Field(description="Never fade nor evict it (standing rules, identity). Not with ttl.")]
+_Pinned = Annotated[StrictBool, Field(description="Never fade nor evict it (standing rules, identity). Not with ttl.")]
 _Ttl = Annotated[
-    float | None,
+    StrictFloat | None,
     Field(
         gt=0,
         allow_inf_nan=False,
@@ -135,7 +136,7 @@ _Key = Annotated[
     StrictStr | StrictInt, Field(description="The key of the memory, as remember, recall, search or top gave it.")
 ]
 _Query = Annotated[str, Field(min_length=1, description="What to look for, in words.")]
-_K = Annotated[int, Field(ge=1, le=MAX_K, description=f"How many memories to return at most (1 to {MAX_K}).")]
+_K = Annotated[StrictInt, Field(ge=1, le=MAX_K, description=f"How many memories to return at most (1 to {MAX_K}).")]
 
 
 def _seconds(duration: timedelta | float) -> float:
@@ -170,8 +171,8 @@ def _gone(entry: Entry[Any, Any]) -> Forgotten:
     return Forgotten(key=_key_out(entry.key), text=_text(entry))
 
 
-#: The most digits a generated key has (they stay below 2**63): a longer text spells none.
-_INT_DIGITS = 19
+#: The most digits an int key is read from (``int()`` refuses more than 4,300 by default).
+_INT_DIGITS = 4300
 
 
 def _held(mem: Memory[Any, Any], key: str | int) -> str | int | None:
@@ -183,7 +184,7 @@ def _held(mem: Memory[Any, Any], key: str | int) -> str | int | None:
     if isinstance(key, int):
         other: str | int = str(key)
     elif key.isascii() and key.isdecimal() and len(key) <= _INT_DIGITS and str(int(key)) == key:
-        other = int(key)
+        other = int(key)  # (a key may be any int, past 2**64 too: JSON clients often send those as text)
     else:
         return None
     return other if other in mem else None
