@@ -354,6 +354,10 @@ def test_filters_are_json_comparisons() -> None:
     assert keys({"deep.x": [1, 2]}) == ["one"]
     assert keys({"deep": {"x": [1, 2]}}) == ["one"]
     assert keys({"n": {"$gte": 1, "$lt": 2}}) == ["one"]
+    # A plain key beside operators is no operator (it was taken for "$lte"), at any depth.
+    for where in ({"n": {"$gt": 1, "x": 2}}, {"deep": {"x": {"$eq": [1, 2], "y": 1}}}, {"n": {"$in": [1]}}):
+        with pytest.raises(ValueError, match="unsupported operator"):
+            keys(where)
 
 
 def test_a_store_lists_only_its_own_namespaces(tmp_path: Path) -> None:

@@ -184,12 +184,30 @@ def _checked_filter(filter: Mapping[str, Any] | None) -> Callable[[Mapping[str, 
                 f"Invalid filter key: {key!r}. Filter keys are dotted paths of JSON property names "
                 "(letters, digits, underscores and hyphens)."
             )
-        if isinstance(wanted, Mapping):
-            unknown = sorted(str(k) for k in wanted if str(k).startswith("$") and k not in _OPERATORS)
-            if unknown:
-                raise ValueError(f"filter[{key!r}]: unsupported operator {unknown[0]!r} (use {sorted(_OPERATORS)})")
+        _checked_condition(key, wanted)
     pairs = list(filter.items())
     return lambda value: all(_satisfies(_at_path(value, k), w) for k, w in pairs)
+
+
+def _checked_condition(key: str, wanted: Any) -> None:
+    """Refuse a condition (at the filter key ``key``) that names an unknown operator: one
+    starting with ``$``, or a plain key beside operators (a condition is operators, or a
+    JSON value to match), at any depth.
+
+    Raises:
+        ValueError: naming the filter key and the operator.
+    """
+    if isinstance(wanted, Mapping):
+        if any(isinstance(k, str) and k.startswith("$") for k in wanted):
+            unknown = sorted(str(k) for k in wanted if k not in _OPERATORS)
+            if unknown:
+                raise ValueError(f"filter[{key!r}]: unsupported operator {unknown[0]!r} (use {sorted(_OPERATORS)})")
+        else:
+            for inner in wanted.values():
+                _checked_condition(key, inner)
+    elif isinstance(wanted, (list, tuple)):
+        for inner in wanted:
+            _checked_condition(key, inner)
 
 
 def _minutes(ttl: Any) -> bool:
