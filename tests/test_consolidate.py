@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from dataclasses import replace
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
@@ -49,6 +50,19 @@ class TestArguments:
     def test_merge_must_return_an_entry(self, mem: Memory[Any, Any]) -> None:
         with pytest.raises(TypeError, match=r"^merge must return an Entry, got str$"):
             mem.consolidate(merge=lambda g: "x")  # type: ignore[arg-type,return-value]
+
+
+    @pytest.mark.parametrize("bad", ["0.9", None, float("nan"), True])
+    def test_similarity_must_return_a_number(self, mem: Memory[Any, Any], bad: Any) -> None:
+        with pytest.raises(ValueError, match=r"^similarity returned .* for the values of keys 2 and 1; it must return"):
+            mem.consolidate(similarity=lambda a, b: bad)
+
+    def test_a_merged_entry_last_accessed_after_now_is_refused(self, mem: Memory[Any, Any]) -> None:
+        # Its times are clock readings: a later one would move the memory's clock (every other
+        # entry would then score as of then).
+        later = datetime(2100, 1, 1, tzinfo=timezone.utc)
+        with pytest.raises(ValueError, match=r"^merge returned an entry last accessed at 2100-01-01T00:00:00\+00:00"):
+            mem.consolidate(merge=lambda group: replace(group[0], last_accessed_at=later))
 
 
 class TestThresholds:

@@ -9,7 +9,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from lethe._core.entry import MAX_COUNT, Entry, freeze_metadata
+from lethe._core.hooks import closed_if_awaitable
 from lethe._core.record import evolve
+from lethe._core.reprs import short_repr
+from lethe._core.validate import is_number
 
 Similarity = Callable[[Any, Any], float]
 
@@ -85,8 +88,16 @@ def find_groups(
         candidates = ((i, j) for i in range(n) for j in range(i + 1, n))
     for i, j in candidates:
         ri, rj = find(i), find(j)
-        if ri != rj and similarity(values[i], values[j]) >= threshold:
-            parent[max(ri, rj)] = min(ri, rj)
+        if ri != rj:
+            found = similarity(values[i], values[j])
+            if not (is_number(found) and found == found):  # (NaN is never similar, nor unsimilar)
+                closed_if_awaitable(found)
+                raise ValueError(
+                    f"similarity returned {short_repr(found)} for the values of keys {short_repr(entries[i].key)} "
+                    f"and {short_repr(entries[j].key)}; it must return a number"
+                )
+            if found >= threshold:
+                parent[max(ri, rj)] = min(ri, rj)
     groups: dict[int, list[int]] = defaultdict(list)
     for i in range(n):
         groups[find(i)].append(i)

@@ -420,10 +420,15 @@ def consolidate(
                 raise ValueError(f"merge returned key {merged.key!r}, which is not in its group")
             if merged.seq != replaced.seq:  # the merged entry takes the place of the one with its key
                 merged = evolve(merged, seq=replaced.seq)
+            if merged.last_accessed_at > at[0]:  # (the datetimes: exact past 2**53 microseconds too)
+                # Its times are clock readings: a later one would move the memory's clock there.
+                raise ValueError(
+                    f"merge returned an entry last accessed at {merged.last_accessed_at.isoformat()}, "
+                    f"after the memory's clock reading ({at[0].isoformat()})"
+                )
             for e in group:
                 edit.remove(e)
             edit.add(merged)
-            edit.seen(merged.last_accessed_at, merged.accessed_us)  # time never runs behind an entry held
         return None
 
     new = write(mem, change, at)
