@@ -13,6 +13,7 @@ import gc
 import json
 import math
 import pickle
+import random
 from collections.abc import Iterator
 from typing import Any
 
@@ -481,6 +482,37 @@ def test_approximate_search_finds_what_exact_search_finds_on_a_small_memory(cloc
     assert "new" in found
     with pytest.raises(TypeError, match="approximate"):
         mem.search(rows[0], approximate="yes")  # type: ignore[arg-type]
+
+
+def test_approximate_search_still_finds_entries_after_many_vectors_were_replaced(clock: ManualClock) -> None:
+    # usearch keeps a removed node, marked: the graph is built anew once it lost more nodes than
+    # it holds, so a memory whose vectors keep changing neither grows it for ever nor wears it out.
+    pytest.importorskip("usearch")
+    rng = random.Random(5)
+    mem: Memory[int, str] = Memory(clock_fn=clock, max_entries=1000)
+    for i in range(300):
+        mem = mem.put("v", key=i, vector=[rng.uniform(-1, 1) for _ in range(6)])
+    for _ in range(1500):
+        mem = mem.update(rng.randrange(300), "u", vector=[rng.uniform(-1, 1) for _ in range(6)])
+        mem.search([rng.uniform(-1, 1) for _ in range(6)], 5, approximate=True)  # the graph kept in step
+    found = 0
+    for e in mem:
+        assert e.vector is not None
+        hits = mem.search(list(e.vector), 1, decay_weight=0.0, approximate=True)
+        found += [h.key for h, _ in hits] == [e.key]
+    assert found >= 285  # approximate: a fresh graph misses one or two of 300 as well
+
+
+def test_a_memory_no_larger_than_the_candidates_is_searched_exactly(clock: ManualClock) -> None:
+    pytest.importorskip("usearch")
+    rng = random.Random(7)
+    mem: Memory[int, str] = Memory(clock_fn=clock)
+    for i in range(30):
+        mem = mem.put("v", key=i, vector=[rng.uniform(-1, 1) for _ in range(4)])
+    for _ in range(120):  # (vectors replaced, while a graph would be kept in step)
+        mem = mem.update(rng.randrange(30), "u", vector=[rng.uniform(-1, 1) for _ in range(4)])
+        q = [rng.uniform(-1, 1) for _ in range(4)]
+        assert mem.search(q, 30, approximate=True) == mem.search(q, 30)
 
 
 def test_approximate_search_needs_the_ann_extra(clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,7 +8,10 @@ entries that is the difference between a full matrix-vector product and a few
 thousand distance computations.  Every hit's number is still computed exactly;
 what is approximate is the candidates: an entry the graph does not return is
 never a hit.  The graph is built the first time an approximate search asks for
-it and kept in step with the index after that (entries added, removed, replaced).
+it and kept in step with the index after that (entries added, removed, replaced);
+it is built anew once it has lost more nodes than it holds (usearch marks a removed
+node, and a graph worn by many removals leaves some of its nodes unreachable), and
+not used for a memory whose vectors a search takes all of as candidates anyway.
 """
 
 from __future__ import annotations
@@ -36,6 +39,11 @@ def _modules() -> tuple[Any, Any]:
     return numpy, Graph
 
 
+def require() -> None:
+    """Raise ImportError, saying what to install, unless the ``ann`` extra is installed."""
+    _modules()
+
+
 class Approximate:
     """An HNSW graph (usearch, cosine) over the vectors of an index's rows, keyed by row."""
 
@@ -44,6 +52,12 @@ class Approximate:
         self._np = np
         self.graph = graph(ndim=dimensions, metric="cos", dtype="f32", connectivity=16, expansion_add=128)
         self._pending: dict[int, Vector] = {}
+        self._held = self._removed = 0  # nodes in the graph, and removed from it
+
+    @property
+    def worn(self) -> bool:
+        """Whether more nodes were removed from the graph than it holds: time to build it anew."""
+        return self._removed > max(self._held, POOL)
 
     def add(self, row: int, v: Vector) -> None:
         """Hold ``v`` at ``row`` (added to the graph at the next search, with the others)."""
@@ -53,6 +67,8 @@ class Approximate:
         """Hold nothing at ``row``."""
         if self._pending.pop(row, None) is None and row in self.graph:
             self.graph.remove(row)
+            self._held -= 1
+            self._removed += 1
 
     def _flush(self) -> None:
         pending = self._pending
@@ -62,6 +78,7 @@ class Approximate:
         rows = np.fromiter(pending, dtype=np.uint64, count=len(pending))
         data = np.array([np.frombuffer(numbers_of(v), dtype=np.float32) for v in pending.values()])
         self.graph.add(rows, data)
+        self._held += len(pending)
         pending.clear()
 
     def nearest(

@@ -164,7 +164,7 @@ class Index:
             ImportError: the ``ann`` extra (usearch) is not installed.
         """
         graph = self.approximate
-        if graph is None:
+        if graph is None or graph.worn:
             graph = Approximate(self.vectors.dimensions if self.vectors is not None else 1)
             for row, v in rows_and_vectors(self.vectors_by_row):
                 graph.add(row, v)

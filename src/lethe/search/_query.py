@@ -30,7 +30,7 @@ from itertools import islice
 from typing import Any, NamedTuple
 
 from lethe._core.entry import Entry
-from lethe.search._ann import pool_for
+from lethe.search._ann import pool_for, require
 from lethe.search._index import Index
 from lethe.search._text import tokenize
 
@@ -113,6 +113,9 @@ class _Relevance:
         assert q.vector is not None
         assert index.vectors is not None
         if q.approximate:
+            require()  # (asked for whatever the memory's size, so a small one does not hide it)
+        # A graph can only lose candidates where a search takes every vector held as one.
+        if q.approximate and index.vectors.count > pool_for(q.k):
             similar: Iterable[tuple[Sequence[int], Sequence[float]]] = _widening(index, q, self.hidden)
         else:
             similar = index.vectors.ranked(*q.vector, index.size, self.hidden)
