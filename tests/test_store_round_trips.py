@@ -125,6 +125,30 @@ def test_a_lost_race_reads_what_it_missed_and_then_writers_read_first(
         assert sorted(a.current().keys()) == sorted(b.current().keys()) == list(range(1, 22))
 
 
+def test_on_postgresql_a_locked_commit_reads_what_it_missed_in_the_round_trip_that_takes_the_lock(
+    postgres_server: Postgres, postgres_dsn: str, clock: ManualClock
+) -> None:
+    # Among other writers a commit takes the writer lock, reads what it missed and commits: the
+    # read goes in the lock's round trip, so two in all.
+    pytest.importorskip("psycopg")
+    from lethe.store import PostgresStore
+
+    with Proxy(postgres_server.port) as proxy:
+        via = postgres_dsn.replace(f":{postgres_server.port}/", f":{proxy.port}/")
+        with _two_writers(lambda: PostgresStore(via), clock) as (a, b):
+            ran: list[int] = []
+            for i in range(1, 15):  # (psycopg prepares each statement on its sixth run)
+                (a if i % 2 else b).update(_counting(ran, i))
+            counts = []
+            for i in range(15, 21):
+                before = proxy.round_trips
+                (a if i % 2 else b).update(_counting(ran, i))
+                counts.append(proxy.round_trips - before)
+            assert counts == [2] * 6
+            assert ran[-6:] == list(range(15, 21))  # fn ran once for each
+            assert sorted(a.current().keys()) == list(range(1, 21))
+
+
 def test_a_function_that_fails_on_a_replica_not_read_runs_again_on_the_latest(
     proxied: tuple[Proxy, Callable[[], Store]], clock: ManualClock
 ) -> None:

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from lethe.store._engine import check_format, checked_timeout
 from lethe.store._errors import CommitUnknown, StoreError
 from lethe.store._retry import Retry
-from lethe.store._sql import MAX_INT, SQL, TABLES, Dialect
+from lethe.store._sql import MAX_INT, SQL, TABLES, Dialect, bound
 
 # Without the extra the class still imports (``from lethe.store import *`` works); building one
 # says what to install.
@@ -441,6 +441,10 @@ class PostgresStore:
         """See :meth:`lethe.store.Store.read`.  Under this thread's writer lock of ``name``,
         on the lock's own transaction."""
         hold = self._held_here(name)
+        if hold is not None and hold.read is not None:
+            (first, rows), hold.read = hold.read, None  # (once: later reads read again)
+            if rows and upto is None and after >= first:  # (none: a dropped memory is told by a read)
+                return [row for row in self._sql.records(rows, name) if row[0] > after]
         if hold is not None and hold.conn is not None:
             conn = hold.conn
 
@@ -567,7 +571,12 @@ class PostgresStore:
     #: once its memory has other writers (see :meth:`lock`).
     lock_round_trip = True
 
-    def lock(self, name: str, waiting: Callable[[], object] | None = None, *, wait: bool = True) -> _WriterLock:
+    #: The lock reads the log too: :class:`~lethe.store.Shared` passes ``after`` to :meth:`lock`.
+    lock_reads = True
+
+    def lock(
+        self, name: str, waiting: Callable[[], object] | None = None, *, wait: bool = True, after: int | None = None
+    ) -> _WriterLock:
         """Hold the writer lock of the memory ``name`` for a ``with`` block, against the writers
         of every process and host; the block gets whether it is held.
 
@@ -592,10 +601,14 @@ class PostgresStore:
         the commits made in the block go in only while no other writer holds the lock:
         a writer that found no other writer's commit at its last read goes ahead alone,
         and never past one that took the lock.
+
+        With ``after``, the round trip that takes the lock also reads the log after that
+        version, once the lock is held: the block's first :meth:`read` from there on (the
+        writer's catch-up) is answered from it, without a round trip of its own.
         """
         if self._closed:
             raise StoreError("the store is closed")
-        return _WriterLock(self, name, wait)
+        return _WriterLock(self, name, wait, after)
 
     def _modes(self) -> dict[str, list[bool]]:
         """This thread's lock blocks, by memory, innermost last: whether each waited."""
@@ -610,7 +623,7 @@ class PostgresStore:
         modes = self._modes().get(name)
         return modes is not None and not modes[-1]
 
-    def _take(self, name: str) -> _Hold | None:
+    def _take(self, name: str, after: int | None = None) -> _Hold | None:
         """The writer lock of ``name`` taken by this thread (None: not, after waiting for it
         ``_LOCK_PATIENCE`` seconds or ``timeout`` at most, or the server could not take it)."""
         me = threading.get_ident()
@@ -627,7 +640,7 @@ class PostgresStore:
         got = False
         patience = min(self.timeout, _LOCK_PATIENCE)
         try:
-            got = hold.mutex.acquire(timeout=patience) and self._taken(hold, name, patience)
+            got = hold.mutex.acquire(timeout=patience) and self._taken(hold, name, patience, after)
         finally:
             with self._holds_lock:
                 hold.waiting -= 1
@@ -635,10 +648,11 @@ class PostgresStore:
                     self._forget(hold)
         return hold if got else None
 
-    def _taken(self, hold: _Hold, name: str, patience: float) -> bool:
+    def _taken(self, hold: _Hold, name: str, patience: float, after: int | None) -> bool:
         """Take the server's lock for ``hold``, whose thread lock this thread holds, waiting
         ``patience`` seconds while it does not change hands: whether it did (else the thread
-        lock is let go of)."""
+        lock is let go of).  With ``after``, the log after it is read in the same round trip,
+        once the lock is held (see :meth:`read`)."""
         begin, wait, take, timeout = _TAKE
         deadline = time.monotonic() + self.timeout
         seen: tuple[Any, ...] | None = None  # the latest version when this wait began
@@ -655,6 +669,7 @@ class PostgresStore:
                     conn.execute(wait, (f"{max(1, int(patience * 1000))}ms",))
                     conn.execute(take, (_LOCK_CLASS, _lock_key(name)))
                     conn.execute(timeout, (f"{int(self.timeout * 1000)}ms",))
+                    log = None if after is None else conn.execute(self._sql.q.read, (name, bound(after), MAX_INT))
             except psycopg.Error as exc:
                 waited = isinstance(exc, _errors.LockNotAvailable) and not conn.closed
                 before = (seen or latest.fetchone()) if waited else None  # (the read before the wait)
@@ -680,6 +695,7 @@ class PostgresStore:
                 raise
             hold.owner, hold.depth, hold.conn, hold.session = threading.get_ident(), 1, conn, session
             hold.alone = False
+            hold.read = None if log is None or after is None else (after, log.fetchall())
             return True
         hold.mutex.release()
         return False
@@ -696,7 +712,7 @@ class PostgresStore:
         hold.depth -= 1
         if hold.depth:
             return
-        conn, session, hold.conn, hold.owner = hold.conn, hold.session, None, None
+        conn, session, hold.conn, hold.owner, hold.read = hold.conn, hold.session, None, None, None
         try:
             if conn is not None:
                 self._idle_again(conn, session)
@@ -876,7 +892,7 @@ class _Hold:
     """One memory's writer lock in this process: its thread lock, owner, depth (reentrant),
     and the connection whose open transaction holds the server's lock, with its session."""
 
-    __slots__ = ("alone", "conn", "depth", "mutex", "name", "owner", "session", "waiting")
+    __slots__ = ("alone", "conn", "depth", "mutex", "name", "owner", "read", "session", "waiting")
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -887,6 +903,8 @@ class _Hold:
         self.conn: psycopg.Connection[Any] | None = None
         self.session: tuple[int, datetime] | None = None
         self.alone = False  # no other writer waited for the lock at this hold's commit
+        # The log after a version, read as the lock was taken: (that version, its records).
+        self.read: tuple[int, list[tuple[Any, Any]]] | None = None
 
 
 def _ended(conn: psycopg.Connection[Any]) -> bool:
@@ -915,10 +933,10 @@ def _pipeline(conn: psycopg.Connection[Any]) -> AbstractContextManager[object]:
 class _WriterLock:
     """One block of a memory's writer lock (see :meth:`PostgresStore.lock`)."""
 
-    __slots__ = ("_got", "_name", "_pid", "_store", "_wait")
+    __slots__ = ("_after", "_got", "_name", "_pid", "_store", "_wait")
 
-    def __init__(self, store: PostgresStore, name: str, wait: bool) -> None:
-        self._store, self._name, self._wait = store, name, wait
+    def __init__(self, store: PostgresStore, name: str, wait: bool, after: int | None = None) -> None:
+        self._store, self._name, self._wait, self._after = store, name, wait, after
         self._got: _Hold | None = None
         self._pid = os.getpid()
 
@@ -929,7 +947,7 @@ class _WriterLock:
         return self._got is not None and self._got.alone
 
     def __enter__(self) -> bool:
-        self._got = self._store._take(self._name) if self._wait else None
+        self._got = self._store._take(self._name, self._after) if self._wait else None
         self._store._modes().setdefault(self._name, []).append(self._wait)
         return self._got is not None
 

@@ -13,6 +13,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
+from functools import partial
 from typing import Any, Generic, TypeVar
 
 from lethe._core.change import Change
@@ -142,6 +143,13 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _reading(
+    lock: Callable[..., AbstractContextManager[bool]], after: Callable[[], int], name: str, waiting: object = None
+) -> AbstractContextManager[bool]:
+    """``lock(name, waiting)``, told to read the log after ``after()`` as it is taken."""
+    return lock(name, waiting, after=after())
 
 
 def _unlocked(name: str, waiting: object = None) -> AbstractContextManager[bool]:
@@ -595,7 +603,7 @@ class Shared(Generic[K, V]):
         # The record of this replica's own version comes along (when its id is known), so one
         # read also tells whether the store still holds the history this replica saw.
         check = tip is not None and version > 0
-        rows = self._call(self._store.read, version - 1 if check else version)
+        rows = self._call(self._store.read, self._read_from())
         try:
             if check:
                 if not rows:
@@ -624,6 +632,12 @@ class Shared(Generic[K, V]):
             self._rejoin()
         if rows:
             self._check_clock()
+
+    def _read_from(self) -> int:
+        """The version the catch-up reads the log after: the one before this replica's, whose
+        record tells its id, where the id is known (see :meth:`_catch_up`)."""
+        version = self._version
+        return version - 1 if self._tip is not None and version > 0 else version
 
     def _check_clock(self) -> None:
         """Warn (:class:`~lethe.ClockWarning`, once until it passes) when the memory's latest
@@ -991,14 +1005,19 @@ class Shared(Generic[K, V]):
         is left to fold.
 
         Second, for a lock that costs a round trip (``lock_round_trip``, a server's): the block
-        of a commit sent without taking it, which goes in only while no other writer holds it."""
+        of a commit sent without taking it, which goes in only while no other writer holds it.
+
+        A lock that can read the log as it is taken (``lock_reads``, PostgreSQL's) is told the
+        version the catch-up reads after, so the catch-up costs no round trip of its own."""
         lock = getattr(self._store, "lock", None) if self._locking else None
         if lock is None:
             return _unlocked, None
+        later: AbstractContextManager[bool] | None = None
         if getattr(self._store, "lock_round_trip", False):
-            later: AbstractContextManager[bool] = lock(self._name, None, wait=False)
-            return lock, later
-        return lock, None
+            later = lock(self._name, None, wait=False)
+        if getattr(self._store, "lock_reads", False):
+            return partial(_reading, lock, self._read_from), later
+        return lock, later
 
     def _lost(self) -> None:
         """After a commit that did not go in: someone committed its version first, or it never

@@ -325,7 +325,14 @@ class SQL:
                 raise KeyError(name)
             return rows
 
-        rows = run(work)
+        return self.records(run(work), name)
+
+    def records(self, rows: list[tuple[Any, Any]], name: str) -> list[tuple[int, str]]:
+        """``rows`` of the log as the database gave them, each a version and its record.
+
+        Raises:
+            StoreError: a version that is not one, or a record that is not text.
+        """
         for version, record in rows:
             if type(version) is not int or type(record) is not str:
                 self.version(version, name, "log version")
