@@ -555,29 +555,35 @@ def test_a_closed_store_refuses_every_method(kind: str, request: pytest.FixtureR
     store.close()  # again: nothing to do
 
 
+def _closing_ends_a_wait(wait: Callable[[], object], close: Callable[[], None], within: float) -> None:
+    """``close()`` from this thread, while another is blocked in ``wait()``, ends that wait
+    within ``within`` seconds with a StoreError saying so."""
+    got: list[object] = []
+
+    def waiting() -> None:
+        try:
+            got.append(wait())
+        except BaseException as exc:
+            got.append(exc)
+
+    waiter = threading.Thread(target=waiting, daemon=True)
+    waiter.start()
+    time.sleep(0.3)  # blocked in the wait
+    close()
+    waiter.join(timeout=within)
+    assert not waiter.is_alive()
+    assert len(got) == 1
+    assert isinstance(got[0], StoreError), got
+    assert "closed" in str(got[0])
+
+
 @pytest.mark.parametrize("kind", SERVED)
 def test_a_thread_waiting_when_the_store_closes_gets_store_error(
     kind: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     store = _build(kind, request, tmp_path)
     Shared(store, "m", _template()).update(_put(1))
-    got: list[BaseException | int] = []
-
-    def wait() -> None:
-        try:
-            got.append(store.wait("m", 1, 20.0))
-        except BaseException as exc:
-            got.append(exc)
-
-    waiter = threading.Thread(target=wait, daemon=True)
-    waiter.start()
-    time.sleep(0.3)  # blocked in the wait
-    store.close()
-    waiter.join(timeout=20)
-    assert not waiter.is_alive()
-    assert len(got) == 1
-    assert isinstance(got[0], StoreError), got
-    assert "closed" in str(got[0])
+    _closing_ends_a_wait(lambda: store.wait("m", 1, 20.0), store.close, within=20)
 
 
 @pytest.mark.parametrize("kind", SERVED)
@@ -586,21 +592,8 @@ def test_a_shared_closed_while_another_thread_waits_on_it_ends_the_wait(
 ) -> None:
     store = _build(kind, request, tmp_path)
     follower: Shared[int, str] = Shared(store, "m", _template())
-    got: list[BaseException | bool] = []
-
-    def wait() -> None:
-        try:
-            got.append(follower.wait())  # no timeout: until a commit, or the object is closed
-        except BaseException as exc:
-            got.append(exc)
-
-    waiter = threading.Thread(target=wait, daemon=True)
-    waiter.start()
-    time.sleep(0.3)  # blocked in the wait
-    follower.close()
-    waiter.join(timeout=5)  # (one slice of the engine's wait: a quarter of a second)
-    assert not waiter.is_alive()
-    assert len(got) == 1
-    assert isinstance(got[0], StoreError), got
-    assert "closed" in str(got[0])
+    # No timeout: until a commit, or the object is closed (within one slice of the engine's
+    # wait, a quarter of a second).
+    _closing_ends_a_wait(follower.wait, follower.close, within=5)
+    store.close()
     store.close()
