@@ -185,7 +185,9 @@ def test_put_many_replacing_a_few_keys_of_a_large_memory() -> None:
     assert [e.key for e in bulk.top(2)] == [3, 39]
 
 
-def test_a_custom_merge_from_the_future_moves_the_memory_s_time_on() -> None:
+def test_a_custom_merge_from_the_future_is_refused() -> None:
+    # An entry's times are clock readings: one after the memory's would move its clock there for
+    # good (every other entry scoring as of then).
     clock = fake_clock(T0)
     mem: Memory[Any, Any] = Memory(clock_fn=clock, half_life=60.0).put("same", key="a").put("same", key="b")
     later = T0 + timedelta(minutes=1)
@@ -193,7 +195,11 @@ def test_a_custom_merge_from_the_future_moves_the_memory_s_time_on() -> None:
     def merge(group: tuple[Entry[Any, Any], ...]) -> Entry[Any, Any]:
         return Entry(key="a", value="merged", inserted_at=T0, last_accessed_at=later)
 
-    merged, groups = mem.consolidate(merge=merge)
+    with pytest.raises(ValueError, match="^merge returned an entry last accessed at"):
+        mem.consolidate(merge=merge)
+    merged, groups = mem.consolidate(
+        merge=lambda group: Entry(key="a", value="merged", inserted_at=T0, last_accessed_at=T0)
+    )
     assert len(groups) == 1
     assert merged.score("a") == 1.0
-    assert merged.put("x", key="x").peek("x").last_accessed_at == later  # time never runs behind an entry
+    assert merged.put("x", key="x").peek("x").last_accessed_at == T0

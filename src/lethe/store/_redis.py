@@ -156,6 +156,20 @@ redis.call('XADD', KEYS[9], 'MAXLEN', '~', 64, '*', 'v', ARGV[1])
 return 1
 """
 
+# Returns {version, head, {seq, row, seq, row, ...}} of the current state, or nil: RedisStore.load
+# for an account that may not run MULTI (one that may only read and run scripts).
+_LOAD = _PRELUDE + """
+local held = redis.call('GET', KEYS[2])
+if not held then return nil end
+local latest, bad = version(held, 'latest version')
+if bad then return redis.error_reply(bad) end
+local head = redis.call('GET', KEYS[3])
+if not head then return redis.error_reply('LETHE the head of version ' .. latest .. ' is missing') end
+local out = {latest, head}
+rows(out, KEYS[6])
+return out
+"""
+
 # ARGV: after, upto (-1: the latest), most.  Returns nil (no such memory) or {latest, first,
 # version, record, ...}: the latest version, the first version the log holds, then the records
 # from after + 1 (from first, if later: compacted away before it) up to upto, at most ``most`` of
@@ -396,6 +410,7 @@ class RedisStore:
         self.timeout = timeout
         self._retry = Retry(timeout)
         self._closed = False
+        self._transactions = True  # (False once the server refused this account MULTI: see load)
         self._resends = _may_resend(self._client)
         self._names = f"{prefix}:names"
         self._scripts = {
@@ -403,6 +418,7 @@ class RedisStore:
             for name, source in (
                 ("open", _OPEN),
                 ("append", _APPEND),
+                ("load", _LOAD),
                 ("read", _READ),
                 ("checkpoint", _CHECKPOINT),
                 ("compact", _COMPACT),
@@ -580,18 +596,32 @@ class RedisStore:
 
         The latest version, its head and the entries hash (``HGETALL``) in one transaction
         (``MULTI``/``EXEC``): one round trip, read at one instant.  Not a script: turning a
-        large hash into a script's reply takes the server longer than reading it.
+        large hash into a script's reply takes the server longer than reading it.  An
+        account that may not run ``MULTI`` (one that may only read, and run lethe's
+        scripts) reads through a script.
         """
+        if not self._transactions:
+            found = self._script("load", name)
+            if found is None:
+                raise KeyError(name)
+            return int(found[0]), self._text(found[1], name), self._rows(found, name)
         keys = self._keys(name)
 
-        def read() -> list[Any]:
+        def read() -> list[Any] | None:
             pipe = self._client.pipeline(transaction=True)
             pipe.get(keys[1])
             pipe.get(keys[2])
             pipe.hgetall(keys[5])
-            return pipe.execute()
+            try:
+                return pipe.execute()
+            except redis.exceptions.NoPermissionError:
+                return None
 
-        held, head, entries = self._run(read, name)
+        got = self._run(read, name)
+        if got is None:
+            self._transactions = False
+            return self.load(name)
+        held, head, entries = got
         if held is None:
             raise KeyError(name)
         version = self._version(held, name)
