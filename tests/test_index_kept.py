@@ -195,7 +195,7 @@ def test_a_custom_merge_from_the_future_is_refused() -> None:
     def merge(group: tuple[Entry[Any, Any], ...]) -> Entry[Any, Any]:
         return Entry(key="a", value="merged", inserted_at=T0, last_accessed_at=later)
 
-    with pytest.raises(ValueError, match="^merge returned an entry last accessed at"):
+    with pytest.raises(ValueError, match=r"^merge returned an entry last accessed at"):
         mem.consolidate(merge=merge)
     merged, groups = mem.consolidate(
         merge=lambda group: Entry(key="a", value="merged", inserted_at=T0, last_accessed_at=T0)
