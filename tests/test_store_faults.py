@@ -17,6 +17,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -373,6 +374,31 @@ def test_postgres_commit_whose_reply_is_lost_is_applied_once(
 
 
 @pytest.mark.parametrize("mode", ["reply", "request"])
+def test_postgres_commit_under_the_writer_lock_whose_reply_is_lost_is_applied_once(
+    postgres_dsn: str, postgres_proxy: Proxy, clock: ManualClock, mode: str
+) -> None:
+    # Among writers the commit goes on the lock's transaction, its COMMIT in the same round
+    # trip.  A failure after it was sent is no refusal of the server's: whether it went in is
+    # learned, never reported as "nothing was written".
+    store = _postgres_store(_pg_dsn(postgres_dsn, postgres_proxy))
+    shared = Shared(store, "bot", _template(clock))
+    with _postgres_store(postgres_dsn) as other:
+        Shared(other, "bot", _template(clock)).update(lambda m: m.put("a", key="a"))  # (so it takes the lock)
+    ran: list[str] = []
+    shared.update(_put("b", ran))  # a lost race: from now on it takes the lock
+    ran.clear()
+    postgres_proxy.arm(b"COMMIT", mode)
+    committed = shared.update(_put("c", ran))
+    assert postgres_proxy.cuts == 1
+    assert len(ran) == (1 if mode == "reply" else 2)
+    assert shared.version == 3
+    assert [v for v, _ in _log(postgres_dsn)] == [1, 2, 3]
+    with _postgres_store(postgres_dsn) as direct:
+        assert Shared(direct, "bot", _template(clock)).current() == committed
+    store.close()
+
+
+@pytest.mark.parametrize("mode", ["reply", "request"])
 def test_postgres_probe_cut_before_its_rollback_still_answers(
     postgres_dsn: str, postgres_proxy: Proxy, clock: ManualClock, mode: str
 ) -> None:
@@ -445,6 +471,104 @@ def test_postgres_backend_terminated_mid_commit(postgres_dsn: str, clock: Manual
     assert [v for v, _ in _log(postgres_dsn)] == [1, 2]
     _each_once(Shared(store, "bot", _template(clock)), ["a", "b"])
     store.close()
+
+
+def test_postgres_lock_session_terminated_mid_commit(postgres_dsn: str, clock: ManualClock) -> None:
+    # The same among writers: the commit is on the writer lock's session.  Its end is no
+    # refusal of the server's (psycopg may not have seen the connection close yet): whether the
+    # commit went in is learned (it did not), and fn runs again.
+    import psycopg
+
+    store = _postgres_store(postgres_dsn)
+    shared = Shared(store, "bot", _template(clock))
+    with _postgres_store(postgres_dsn) as other:
+        Shared(other, "bot", _template(clock)).update(lambda m: m.put("a", key="a"))
+    shared.update(lambda m: m.put("b", key="b"))  # a lost race: from now on it takes the lock
+    ran: list[str] = []
+    outcome: list[object] = []
+    with psycopg.connect(postgres_dsn, autocommit=True) as admin, psycopg.connect(postgres_dsn) as locker:
+        locker.execute("LOCK TABLE lethe_entries IN EXCLUSIVE MODE")
+        thread = threading.Thread(target=lambda: outcome.append(shared.update(_put("c", ran))))
+        thread.start()
+
+        def waiting() -> list[int]:
+            query = "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+            return [int(row[0]) for row in admin.execute(query)]
+
+        _wait(waiting, "the commit to wait for the lock")
+        for pid in waiting():
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        locker.rollback()
+        thread.join()
+    assert len(outcome) == 1
+    assert ran == ["c", "c"]
+    assert shared.version == 3
+    _each_once(Shared(store, "bot", _template(clock)), ["a", "b", "c"])
+    store.close()
+
+
+def test_postgres_client_error_after_a_locked_commit_went_in_is_no_refusal(
+    postgres_dsn: str, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # psycopg can fail leaving its pipeline after the server committed (a session ended under
+    # it: "cannot exit pipeline mode while busy").  Not an answer of the server's: whether the
+    # commit went in is learned, and it is not reported as "nothing was written".
+    import psycopg
+
+    store = _postgres_store(postgres_dsn)
+    shared = Shared(store, "bot", _template(clock))
+    with _postgres_store(postgres_dsn) as other:
+        Shared(other, "bot", _template(clock)).update(lambda m: m.put("a", key="a"))
+    shared.update(lambda m: m.put("b", key="b"))  # a lost race: from now on it takes the lock
+    real = psycopg.Connection.pipeline
+    failed: list[bool] = []
+
+    @contextmanager
+    def pipeline(conn: Any) -> Iterator[Any]:
+        with real(conn) as sent:
+            yield sent
+        if not failed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+            failed.append(True)  # (after the commit's pipeline: its COMMIT went in)
+            raise psycopg.OperationalError("cannot exit pipeline mode while busy")
+
+    monkeypatch.setattr(psycopg.Connection, "pipeline", pipeline)
+    ran: list[str] = []
+    shared.update(_put("c", ran))
+    monkeypatch.undo()
+    assert failed == [True]
+    assert ran == ["c"]  # learned to be in: not run again
+    assert shared.version == 3
+    _each_once(Shared(store, "bot", _template(clock)), ["a", "b", "c"])
+    store.close()
+
+
+@pytest.mark.parametrize("table", ["lethe_log", "lethe_meta"])
+def test_postgres_tables_locked_by_another_session_are_a_store_error(
+    postgres_dsn: str, clock: ManualClock, table: str
+) -> None:
+    # A migration or a VACUUM FULL holding lethe's tables past the timeout: the writer lock's
+    # read before its wait, or the check of the tables on a new session, waits that long.
+    import psycopg
+
+    with _postgres_store(postgres_dsn, timeout=0.5) as first, _postgres_store(postgres_dsn, timeout=0.5) as second:
+        a, b = Shared(first, "bot", _template(clock)), Shared(second, "bot", _template(clock))
+        a.update(lambda m: m.put("a", key="a"))
+        b.current()  # b saw another writer's commit: its next write takes the writer lock
+        with psycopg.connect(postgres_dsn, autocommit=True) as admin, psycopg.connect(postgres_dsn) as locker:
+            locker.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+            # (every session of the store ends, so the next call opens a new one)
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND pid <> pg_backend_pid() AND pid <> %s",
+                (locker.info.backend_pid,),
+            )
+            with pytest.raises(StoreError, match=r"held by another session for 0\.5 s"):
+                b.update(lambda m: m.put("b", key="b"))
+            if table == "lethe_meta":  # (what a new store reads first)
+                with pytest.raises(StoreError, match=r"held by another session for 0\.5 s"):
+                    _postgres_store(postgres_dsn, timeout=0.5)
+            locker.rollback()
+        assert b.update(lambda m: m.put("b", key="b")).keys() == {"a", "b"}
 
 
 def test_postgres_workload_with_lost_replies(postgres_dsn: str, postgres_proxy: Proxy, clock: ManualClock) -> None:

@@ -181,6 +181,15 @@ class _Unsent(_Lost):
     commit reached the server, so it can be sent again at once, without the lock."""
 
 
+def _refusal(exc: psycopg.Error, timeout: float) -> str:
+    """What the server's refusal ``exc`` says, for a :class:`StoreError`: a lock wait past
+    ``timeout`` is told so (another writer's lock, or a lock another session holds on lethe's
+    tables), the rest as the server said it."""
+    if isinstance(exc, _errors.LockNotAvailable):
+        return f"a lock it needed stayed held by another session for {timeout} s (another writer, or a table lock)"
+    return str(exc).strip()
+
+
 def _lost(exc: Exception) -> bool:
     """Whether trying again may mend ``exc``: the connection failed, or could not be made."""
     return isinstance(exc, _Lost)
@@ -306,12 +315,12 @@ class PostgresStore:
             raise StoreError("not a valid PostgreSQL URL or connection string") from None
         try:
             session = self._check(conn)
-        except psycopg.OperationalError as exc:
+        except psycopg.Error as exc:
             broken = conn.closed
             conn.close()
             if broken:
                 raise _Lost(exc) from None
-            raise
+            raise StoreError(f"cannot use the store's tables: {_refusal(exc, self.timeout)}") from None
         except BaseException:
             conn.close()
             raise
@@ -347,9 +356,8 @@ class PostgresStore:
             except psycopg.OperationalError as exc:
                 if conn.closed:
                     raise _Lost(exc) from None
-                if isinstance(exc, _errors.LockNotAvailable):
-                    raise StoreError(f"the memory stayed locked by another writer for {self.timeout} s") from None
-                raise StoreError(f"PostgreSQL ended the statement (nothing was written): {str(exc).strip()}") from None
+                refusal = _refusal(exc, self.timeout)
+                raise StoreError(f"PostgreSQL ended the statement (nothing was written): {refusal}") from None
 
     def _retrying(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
         """``work(connection)``, on a new connection again while the connection fails, for up
@@ -672,7 +680,15 @@ class PostgresStore:
                     log = None if after is None else conn.execute(self._sql.q.read, (name, bound(after), MAX_INT))
             except psycopg.Error as exc:
                 waited = isinstance(exc, _errors.LockNotAvailable) and not conn.closed
-                before = (seen or latest.fetchone()) if waited else None  # (the read before the wait)
+                before = None
+                if waited and seen is None:
+                    try:
+                        before = latest.fetchone()  # (the read before the wait)
+                    except psycopg.Error:
+                        # That read itself waited past timeout (the log's table locked by another
+                        # session): no turn of the writers to wait for.  Without the lock.
+                        conn.close()
+                        break
                 conn.close()  # (see _commit_held: not kept after a pipeline cut short)
                 if not waited:
                     broken += 1
@@ -682,6 +698,8 @@ class PostgresStore:
                 # Waited its patience.  If the lock changed hands meanwhile (a commit went in),
                 # the writers are taking turns, not stuck behind one: wait again (up to the
                 # store's timeout in all); else go on without it.
+                if seen is not None:
+                    before = seen
                 try:
                     seen = self._attempt(lambda c: c.execute(_LATEST, (name,)).fetchone())
                 except (_Lost, StoreError):
@@ -781,17 +799,19 @@ class PostgresStore:
             hold.alone = others is not None and not others[0] and not hold.waiting  # (this process's too)
             return done is not None and done[0] == 1
         except psycopg.Error as exc:
-            if conn.closed:
+            if conn.closed or exc.sqlstate is None or exc.sqlstate.startswith(_TRANSIENT):
+                # The connection broke, the session was ended, or psycopg gave up on it (not an
+                # answer of the server's): the COMMIT may have gone in.  The caller learns whether.
+                conn.close()
                 raise _Lost(exc) from None
-            # Closed, not kept: a pipeline cut short can leave psycopg believing in a statement
-            # it prepared that the server never made, and every later use of it would fail.
-            # Closing ends the transaction (nothing of it was committed) and lets go of the lock.
+            # The server refused a statement: its transaction is rolled back, nothing of it was
+            # committed.  Closed, not kept: a pipeline cut short can leave psycopg believing in a
+            # statement it prepared that the server never made, and every later use would fail.
             conn.close()
             if isinstance(exc, _errors.UniqueViolation):
                 return False  # rolled back: nothing written
-            if isinstance(exc, _errors.LockNotAvailable):
-                raise StoreError(f"the memory stayed locked by another writer for {self.timeout} s") from None
-            raise StoreError(f"PostgreSQL refused the commit (nothing was written): {str(exc).strip()}") from None
+            refusal = _refusal(exc, self.timeout)
+            raise StoreError(f"PostgreSQL refused the commit (nothing was written): {refusal}") from None
 
     def wait(self, name: str, after: int, timeout: float) -> int:
         """See :meth:`lethe.store.Store.wait`.
