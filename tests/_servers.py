@@ -136,6 +136,24 @@ class PostgresCluster:
             with contextlib.suppress(FileNotFoundError):
                 os.remove(lock)
 
+    def freeze(self) -> None:
+        """Stop (SIGSTOP) the postmaster and every process it started: a server that keeps its
+        connections open and answers nothing, as a paused host does, until :meth:`thaw`."""
+        pid = self.postmaster()
+        assert pid is not None, "the server is not running"
+        os.kill(pid, signal.SIGSTOP)
+        for child in _children(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """Let a frozen server run again."""
+        pid = self.postmaster()
+        assert pid is not None, "the server is not running"
+        for child in [pid, *_children(pid)]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGCONT)
+
     def close(self) -> None:
         """Stop the server (if it runs) and remove the cluster."""
         if self.postmaster() is not None:

@@ -680,6 +680,32 @@ def test_postgres_killed_server_loses_nothing_acknowledged(clock: ManualClock) -
         _crash_run(lambda: _postgres_store(dsn, timeout=20), cluster.kill, cluster.start, clock, kills=2)
 
 
+@pytest.mark.skipif(postgres_unavailable() is not None, reason=str(postgres_unavailable()))
+def test_postgres_server_that_stops_answering_is_not_waited_for_ever(clock: ManualClock) -> None:
+    # A frozen server keeps its connections open and answers nothing (the system still
+    # acknowledges what is sent).  A reply is waited for twice the timeout (at least the timeout
+    # and five seconds): then the connection counts as lost, and the commit is unknown.
+    with PostgresCluster() as cluster:
+        cluster.start()
+        store = _postgres_store(cluster.server.dsn(), timeout=0.5)
+        shared = Shared(store, "bot", _template(clock))
+        shared.update(lambda m: m.put("a", key="a"))
+        cluster.freeze()
+        try:
+            started = time.monotonic()
+            with pytest.raises(StoreError) as raised:
+                shared.update(lambda m: m.put("b", key="b"))
+            waited = time.monotonic() - started
+        finally:
+            cluster.thaw()
+        assert isinstance(raised.value, CommitUnknown), raised.value
+        assert waited < 30  # (5.5 s for the reply, a reconnect, then given up: not for ever)
+        shared.update(lambda m: m.put("c", key="c"))  # the server back: the write goes on
+        assert {"a", "c"} <= set(shared.current().keys())
+        assert len(_log(cluster.server.dsn())) == shared.version
+        store.close()
+
+
 @pytest.mark.skipif(redis_unavailable() is not None, reason=str(redis_unavailable()))
 def test_redis_aof_everysec_killed_server_stays_consistent(clock: ManualClock) -> None:
     # everysec may lose the last commits to a crash: the store must still be a consistent log

@@ -19,6 +19,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any, TypeVar
 
+from lethe.store._deadline import bounded
 from lethe.store._engine import check_format, checked_timeout
 from lethe.store._errors import CommitUnknown, StoreError
 from lethe.store._retry import Retry
@@ -251,6 +252,9 @@ class PostgresStore:
         self.conninfo = conninfo
         self.timeout = checked_timeout(timeout)
         self._retry = Retry(self.timeout)
+        # How long a reply is waited for before the connection is taken for lost (a server that
+        # stopped answering without closing it): past what a statement waits for a lock.
+        self._silence = max(2 * self.timeout, self.timeout + 5.0)
         self._sql = SQL(DIALECT)
         self._lock = threading.Lock()
         self._conn: psycopg.Connection[Any] | None = None
@@ -352,7 +356,8 @@ class PostgresStore:
         with self._lock:
             conn = self._connection()
             try:
-                return work(conn)
+                with bounded(conn.fileno, self._silence):
+                    return work(conn)
             except psycopg.OperationalError as exc:
                 if conn.closed:
                     raise _Lost(exc) from None
@@ -457,7 +462,8 @@ class PostgresStore:
             conn = hold.conn
 
             def on_hold(work: Callable[[psycopg.Connection[Any]], T], **_: bool) -> T:
-                return work(conn)
+                with bounded(conn.fileno, self._silence):
+                    return work(conn)
 
             try:
                 return self._sql.read(on_hold, name, after, upto)
@@ -671,7 +677,7 @@ class PostgresStore:
             except (_Lost, StoreError):
                 break
             try:
-                with _pipeline(conn):  # one round trip
+                with bounded(conn.fileno, self._silence), _pipeline(conn):  # one round trip
                     conn.execute(begin)
                     latest = conn.execute(_LATEST, (name,))
                     conn.execute(wait, (f"{max(1, int(patience * 1000))}ms",))
@@ -765,7 +771,8 @@ class PostgresStore:
         one is open) rolled back."""
         try:
             if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                conn.execute("ROLLBACK")
+                with bounded(conn.fileno, self._silence):
+                    conn.execute("ROLLBACK")
         except psycopg.Error:
             conn.close()
         with self._holds_lock:
@@ -791,7 +798,7 @@ class PostgresStore:
             conn.close()
             raise _Unsent(psycopg.OperationalError("the server ended the session holding the writer lock"))
         try:
-            with _pipeline(conn):
+            with bounded(conn.fileno, self._silence), _pipeline(conn):
                 cursor = conn.execute(statement, values)
                 waiting = conn.execute(_WAITERS, (_LOCK_CLASS, key))
                 conn.execute("COMMIT")
