@@ -593,7 +593,7 @@ def test_a_shared_closed_while_another_thread_waits_on_it_ends_the_wait(
     store = _build(kind, request, tmp_path)
     follower: Shared[int, str] = Shared(store, "m", _template())
     # No timeout: until a commit, or the object is closed (within one slice of the engine's
-    # wait, a quarter of a second).
+    # wait, a second).
     _closing_ends_a_wait(follower.wait, follower.close, within=5)
     store.close()
     store.close()

@@ -25,7 +25,17 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+)
 
 from lethe import Entry, Memory, MemoryFullError, __version__
 from lethe._memory.version import snapshot_of
@@ -107,6 +117,11 @@ class Stats(BaseModel):
     newest: str | None = Field(description="When the newest memory held was remembered (ISO 8601, UTC).")
 
 
+def _whole(value: object) -> object:
+    """A float with no fraction as the int it is (JSON Schema's integers include 5.0)."""
+    return int(value) if type(value) is float and value.is_integer() else value
+
+
 # The tools' arguments, as the input schemas describe them to the model: strict, so an argument
 # of another JSON type ("2" for a number, 1 for true) is a tool error naming it, not a guess.
 _Text = Annotated[str, Field(min_length=1, description="What to remember: one self-contained fact, in plain words.")]
@@ -136,7 +151,11 @@ _Key = Annotated[
     StrictStr | StrictInt, Field(description="The key of the memory, as remember, recall, search or top gave it.")
 ]
 _Query = Annotated[str, Field(min_length=1, description="What to look for, in words.")]
-_K = Annotated[StrictInt, Field(ge=1, le=MAX_K, description=f"How many memories to return at most (1 to {MAX_K}).")]
+_K = Annotated[
+    StrictInt,
+    Field(ge=1, le=MAX_K, description=f"How many memories to return at most (1 to {MAX_K})."),
+    BeforeValidator(_whole),
+]
 
 
 def _seconds(duration: timedelta | float) -> float:

@@ -318,7 +318,8 @@ class PostgresStore:
             # libpq's message repeats the connection string, password and all: say only what is wrong.
             raise StoreError("not a valid PostgreSQL URL or connection string") from None
         try:
-            session = self._check(conn)
+            with bounded(conn.fileno, self._silence):
+                session = self._check(conn)
         except psycopg.Error as exc:
             broken = conn.closed
             conn.close()
@@ -349,14 +350,16 @@ class PostgresStore:
         assert found is not None  # a session always sees itself
         return int(found[0]), found[1]
 
-    def _attempt(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+    def _attempt(self, work: Callable[[psycopg.Connection[Any]], T], bulk: bool = False) -> T:
         """``work(connection)`` under the lock; raises :class:`_Lost` if the connection
         could not be made or broke, and :class:`StoreError` for a lock held past ``timeout`` or
-        a statement the server ended (cancelled, past a ``statement_timeout``: rolled back)."""
+        a statement the server ended (cancelled, past a ``statement_timeout``: rolled back).
+        Its replies are waited for ``_silence`` seconds at most, unless it is ``bulk`` work
+        (every entry of a memory: its length has no bound to wait for)."""
         with self._lock:
             conn = self._connection()
             try:
-                with bounded(conn.fileno, self._silence):
+                with nullcontext() if bulk else bounded(conn.fileno, self._silence):
                     return work(conn)
             except psycopg.OperationalError as exc:
                 if conn.closed:
@@ -364,12 +367,12 @@ class PostgresStore:
                 refusal = _refusal(exc, self.timeout)
                 raise StoreError(f"PostgreSQL ended the statement (nothing was written): {refusal}") from None
 
-    def _retrying(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+    def _retrying(self, work: Callable[[psycopg.Connection[Any]], T], bulk: bool = False) -> T:
         """``work(connection)``, on a new connection again while the connection fails, for up
         to ``timeout`` seconds after the first failure (:attr:`_retry`); ``work`` must be safe
-        to run again."""
+        to run again.  ``bulk``: as :meth:`_attempt`."""
         try:
-            return self._retry.call(partial(self._attempt, work), _lost)
+            return self._retry.call(partial(self._attempt, work, bulk), _lost)
         except _Lost as lost:
             raise self._unreachable(lost) from lost
 
@@ -380,8 +383,22 @@ class PostgresStore:
         """``work(connection)``, tried again as :meth:`_retrying` does (see
         :class:`lethe.store._sql.Run`): in a transaction when it writes or reads a snapshot,
         the snapshot's isolation level REPEATABLE READ (READ ONLY when it only reads)."""
+        return self._retrying(self._transaction(work, write, snapshot))
+
+    def _run_bulk(
+        self, work: Callable[[psycopg.Connection[Any]], T], *, write: bool = False, snapshot: bool = False
+    ) -> T:
+        """:meth:`_run` for work on every entry of a memory (open, load, checkpoint, compact,
+        drop): no bound on the wait for its replies, which take as long as the memory is large."""
+        return self._retrying(self._transaction(work, write, snapshot), bulk=True)
+
+    @staticmethod
+    def _transaction(
+        work: Callable[[psycopg.Connection[Any]], T], write: bool, snapshot: bool
+    ) -> Callable[[psycopg.Connection[Any]], T]:
+        """``work`` in a transaction when it writes or reads a snapshot (see :meth:`_run`)."""
         if not (write or snapshot):
-            return self._retrying(work)
+            return work
 
         def transaction(conn: psycopg.Connection[Any]) -> T:
             with conn.transaction():
@@ -389,7 +406,7 @@ class PostgresStore:
                     conn.execute(_WRITE_SNAPSHOT if write else _READ_SNAPSHOT)
                 return work(conn)
 
-        return self._retrying(transaction)
+        return transaction
 
     def _listening(self) -> psycopg.Connection[Any]:
         """This process's connection that listens for commits; hold ``_listen_lock``."""
@@ -402,7 +419,8 @@ class PostgresStore:
         if self._listener is None:
             listener, _ = self._connect()
             try:
-                listener.execute(f"LISTEN {_CHANNEL}")
+                with bounded(listener.fileno, self._silence):
+                    listener.execute(f"LISTEN {_CHANNEL}")
             except psycopg.OperationalError as exc:
                 listener.close()
                 raise _Lost(exc) from None
@@ -444,11 +462,11 @@ class PostgresStore:
 
     def open(self, name: str, config: str, head: str, rows: Sequence[tuple[int, str]]) -> str:
         """See :meth:`lethe.store.Store.open`."""
-        return self._sql.open(self._run, name, config, head, rows)
+        return self._sql.open(self._run_bulk, name, config, head, rows)
 
     def load(self, name: str) -> tuple[int, str, list[tuple[int, str]]]:
         """See :meth:`lethe.store.Store.load`."""
-        return self._sql.load(self._run, name)
+        return self._sql.load(self._run_bulk, name)
 
     def read(self, name: str, after: int, upto: int | None = None) -> Sequence[tuple[int, str]]:
         """See :meth:`lethe.store.Store.read`.  Under this thread's writer lock of ``name``,
@@ -894,18 +912,18 @@ class PostgresStore:
 
     def checkpoint(self, name: str, at_most: int | None = None) -> tuple[int, str, list[tuple[int, str]]]:
         """See :meth:`lethe.store.Store.checkpoint`."""
-        return self._sql.checkpoint(self._run, name, at_most)
+        return self._sql.checkpoint(self._run_bulk, name, at_most)
 
     def compact(self, name: str, min_gap: int) -> bool:
         """See :meth:`lethe.store.Store.compact`.  Tried again after a lost reply, a
         compaction that was made answers False (the checkpoint it made is recent)."""
-        return self._sql.compact(self._run, name, min_gap)
+        return self._sql.compact(self._run_bulk, name, min_gap)
 
     def drop(self, name: str) -> bool:
         """See :meth:`lethe.store.Store.drop`: one transaction.  It waits for the commits in
         flight to end (briefly holding off commits to every memory of the database: a drop is
         rare), so no commit of the dropped memory lands after it; then it wakes its waiters."""
-        return self._sql.drop(self._run, name)
+        return self._sql.drop(self._run_bulk, name)
 
 
 # Connections found in a process that did not open them: kept referenced, never used or closed.

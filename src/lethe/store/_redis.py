@@ -614,8 +614,12 @@ class RedisStore:
             pipe.hgetall(keys[5])
             try:
                 return pipe.execute()
-            except redis.exceptions.NoPermissionError:
-                return None
+            except redis.exceptions.ResponseError as exc:
+                # An account refused MULTI (NOPERM), or MULTI alone ("EXEC without MULTI"). Any
+                # other refusal is the server's answer, and the script would get the same.
+                if isinstance(exc, redis.exceptions.NoPermissionError) or "EXEC without MULTI" in str(exc):
+                    return None
+                raise
 
         got = self._run(read, name)
         if got is None:

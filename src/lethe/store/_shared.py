@@ -39,8 +39,9 @@ R = TypeVar("R")
 T = TypeVar("T")
 
 #: The longest one call of an engine's ``wait`` blocks for (``wait()`` calls it again until its
-#: timeout): what a ``close()`` from another thread waits for before ``wait()`` raises.
-_WAIT_SLICE = 0.25
+#: timeout): what a ``close()`` from another thread waits for before ``wait()`` raises.  (Each
+#: call costs a follower with nothing to follow a few commands on the server: not shorter.)
+_WAIT_SLICE = 1.0
 
 
 def _config_document(config: Config) -> dict[str, Any]:
@@ -1358,7 +1359,7 @@ class Shared(Generic[K, V]):
 
         The store stays open (other ``Shared`` objects may use it): close it
         yourself.  ``with Shared(...) as shared:`` closes on leaving the block.
-        A :meth:`wait` in another thread raises within a quarter of a second.
+        A :meth:`wait` in another thread raises within a second.
         """
         self._closed = True
 
