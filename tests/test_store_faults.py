@@ -679,6 +679,20 @@ def test_postgres_server_that_stops_answering_is_not_waited_for_ever(clock: Manu
         store.close()
 
 
+def test_postgres_leaves_no_thread_running_once_idle(postgres_dsn: str, clock: ManualClock) -> None:
+    # The thread that bounds the waits for replies ends once no call runs (a process that forks
+    # while a thread runs is warned on Python 3.12 and later), and starts again with the next.
+    def watching() -> bool:
+        return any(thread.name == "lethe-deadlines" for thread in threading.enumerate())
+
+    with _postgres_store(postgres_dsn) as store:
+        shared = Shared(store, "bot", _template(clock))
+        for key in ("a", "b"):
+            shared.update(_put(key, [], key))
+            _wait(lambda: not watching(), "the thread to end once idle", limit=10)
+        assert sorted(shared.current().keys()) == ["a", "b"]
+
+
 @pytest.mark.skipif(redis_unavailable() is not None, reason=str(redis_unavailable()))
 def test_redis_aof_everysec_killed_server_stays_consistent(clock: ManualClock) -> None:
     # everysec may lose the last commits to a crash: the store must still be a consistent log

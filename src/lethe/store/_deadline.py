@@ -10,7 +10,9 @@ connection (tried again, then :class:`~lethe.store.StoreError` or
 :class:`~lethe.store.CommitUnknown`).
 
 A block costs two acquisitions of one lock and no thread switch: the watcher sleeps until the
-earliest deadline, and is woken only for a deadline earlier than that.
+earliest deadline, and is woken only for a deadline earlier than that.  It ends once no block
+has run for a second (so an idle process, one about to fork say, runs no thread of lethe's),
+and the next block starts it again.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 
 __all__ = ["bounded"]
+
+#: How long the watcher waits for a block, once none runs, before it ends.
+_IDLE = 1.0
 
 
 class _Deadlines:
@@ -43,8 +48,12 @@ class _Deadlines:
             token = self._count = self._count + 1
             self._due[token] = (deadline, fileno)
             if self._watcher is None:
-                self._watcher = threading.Thread(target=self._watch, name="lethe-deadlines", daemon=True)
-                self._watcher.start()
+                watcher = threading.Thread(target=self._watch, name="lethe-deadlines", daemon=True)
+                try:
+                    watcher.start()
+                    self._watcher = watcher
+                except RuntimeError:  # (at interpreter shutdown: no thread, no bound)
+                    pass
             elif deadline < self._wake_at:
                 self._cond.notify()
         try:
@@ -54,13 +63,22 @@ class _Deadlines:
                 self._due.pop(token, None)  # (gone already if it was cut)
 
     def _watch(self) -> None:
+        idle_since: float | None = None  # when it first found no block running, since the last it did
         with self._cond:
             while True:
                 now = time.monotonic()
                 for token in [t for t, (deadline, _) in self._due.items() if deadline <= now]:
                     _cut(self._due.pop(token)[1])
-                self._wake_at = min((deadline for deadline, _ in self._due.values()), default=math.inf)
-                self._cond.wait(None if self._wake_at == math.inf else self._wake_at - now)
+                if self._due:
+                    idle_since = None
+                    self._wake_at = min(deadline for deadline, _ in self._due.values())
+                elif idle_since is None:
+                    idle_since, self._wake_at = now, math.inf  # (so the next block wakes it)
+                elif now - idle_since >= _IDLE:
+                    self._watcher = None
+                    return
+                # At least once a second, to end once idle (a block that ends tells no one).
+                self._cond.wait(min(self._wake_at - now, _IDLE))
 
 
 def _cut(fileno: Callable[[], int]) -> None:
