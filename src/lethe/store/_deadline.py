@@ -10,9 +10,9 @@ connection (tried again, then :class:`~lethe.store.StoreError` or
 :class:`~lethe.store.CommitUnknown`).
 
 A block costs two acquisitions of one lock and no thread switch: the watcher sleeps until the
-earliest deadline, and is woken only for a deadline earlier than that.  It ends once no block
-has run for a second (so an idle process, one about to fork say, runs no thread of lethe's),
-and the next block starts it again.
+earliest deadline, or a second at most, and is woken only for a deadline earlier than that.  It
+ends once no block has run for a second (so an idle process, one about to fork say, runs no
+thread of lethe's), and the next block starts it again.
 """
 
 from __future__ import annotations
