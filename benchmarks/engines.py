@@ -45,6 +45,9 @@ round to round; only the public API of ``lethe.store`` is used):
    object, ``Shared(store, name, empty template).current()``, against
    ``Memory.from_dict(mem.to_dict())``; the collector runs before each sample.
    ``top10``: the same until ``top(10)`` of the opened memory is in hand.
+   ``later``: the open of the same memory after 1,000 single commits on top of
+   the bulk one (no checkpoint falls in between at 10,000 or more entries);
+   ``compacted``: after those commits and a checkpoint (``store.compact``).
 
 Medians and min-max over rounds, GC on, fake clock, as ``store.py``; see
 docs/store.md ("Engines compared").
@@ -539,10 +542,24 @@ def run_catchup(
 # -- 4: cold open --------------------------------------------------------------------------
 
 
+#: The states a memory is opened in (see run_open), and the single commits made on top of the
+#: bulk-stored memory for the later ones.
+STATES = ("open", "top10", "later", "compacted")
+LATER_COMMITS = 1000
+
+
+def _put_key(m: Memory[Any, Any], key: str) -> Memory[Any, Any]:
+    return m.put(VALUE, key=key)
+
+
 def run_open(
     engines: dict[str, Engine], n: int, rounds: int, warmup: bool, progress: Callable[[str], None]
 ) -> dict[str, Any]:
-    """Cold open of an n-entry memory on each engine against from_dict of its to_dict(), interleaved."""
+    """Cold open of an n-entry memory on each engine against from_dict of its to_dict(), interleaved.
+
+    The memory is opened in three states: right after the one bulk commit that stored it
+    (``open``), after ``LATER_COMMITS`` single commits on top of it (``later``: no checkpoint
+    falls in between at this size), and after those commits and a checkpoint (``compacted``)."""
     clock = fake_clock()
     mem = build_memory(n, sb.DECAY, clock, n, keys_for(n))
     name = f"open-{n}"
@@ -551,6 +568,18 @@ def run_open(
         t0 = time.perf_counter()
         create(engine, name, mem)
         stored_s[label] = time.perf_counter() - t0
+        for state in ("later", "compacted"):
+            create(engine, f"{name}-{state}", mem)
+            store = engine.open()
+            try:
+                template = sb._template(n, ManualClock(clock.now, step=STEP))
+                writer: Shared[Any, Any] = Shared(store, f"{name}-{state}", template, max_clock_skew=None)
+                for i in range(LATER_COMMITS):
+                    writer.update(partial(_put_key, key=f"later-{i}"))
+                if state == "compacted":
+                    store.compact(f"{name}-{state}", 1)  # (False: the last commit made one)
+            finally:
+                store.close()
     # The kernel writes what was just stored back to disk for a while; flushed now, the opens measure opening.
     os.sync()
     reader = sb._template(n, sb._later_clock())
@@ -560,22 +589,24 @@ def run_open(
     data = mem.to_dict()
     ops = max(1, min(20, 20_000 // n))  # opens per sample: 20 up to 1k, 2 at 10k, 1 at 100k
 
-    def opener(open_store: Callable[[], Store], top: bool = False) -> Callable[[], int]:
+    def opener(open_store: Callable[[], Store], top: bool = False, state: str | None = None) -> Callable[[], int]:
         # top: until the memory's ten highest-scored entries are in hand, as a request asks them
+        opened, version = (name, 0) if state is None else (f"{name}-{state}", LATER_COMMITS)
+
         def run_() -> int:
             elapsed = 0
             for _ in range(ops):
                 gc.collect()  # the last sample's garbage is not this one's cost
                 t0 = _now_ns()
                 store = open_store()
-                got = Shared(store, name, in_use if top else reader)
+                got = Shared(store, opened, in_use if top else reader)
                 m = got.current()
                 if top and len(m.top(10)) != 10:
                     raise RuntimeError("top(10) of the opened memory did not give 10 entries")
                 elapsed += _now_ns() - t0
                 store.close()
-                if len(m) != n or got.version != 0:
-                    raise RuntimeError(f"opened {len(m)} entries at version {got.version}, expected {n} at 0")
+                if len(m) != n or got.version != version:
+                    raise RuntimeError(f"opened {len(m)} entries at version {got.version}, expected {n} at {version}")
                 del got, m  # freed outside the timed region
             return elapsed
 
@@ -602,16 +633,29 @@ def run_open(
         Case(f"top10.{label}", "shared", ops, opener(engine.open, top=True), f"the same, then top(10), on {label}")
         for label, engine in engines.items()
     ]
+    setup.cases += [
+        Case(
+            f"{state}.{label}",
+            "shared",
+            ops,
+            opener(engine.open, state=state),
+            f"the open on {label} after {LATER_COMMITS:,} single commits{' and a checkpoint' * (state == 'compacted')}",
+        )
+        for state in ("later", "compacted")
+        for label, engine in engines.items()
+    ]
     setup.cases.append(Case("from_dict", "plain", ops, from_dict, "Memory.from_dict(mem.to_dict())"))
     cases = suite.run_size(setup, rounds, warmup=warmup, progress=progress)
     base = cases["from_dict"]["median_ns"]
+    ratios = {state: {label: cases[f"{state}.{label}"]["median_ns"] / base for label in engines} for state in STATES}
     return {
         "n": n,
         "ops": ops,
+        "later_commits": LATER_COMMITS,
         "stored_s": stored_s,
         "cases": cases,
-        "ratios": {label: cases[f"open.{label}"]["median_ns"] / base for label in engines},
-        "top10": {label: cases[f"top10.{label}"]["median_ns"] / base for label in engines},
+        "ratios": ratios.pop("open"),
+        **ratios,
     }
 
 
@@ -777,12 +821,9 @@ def catchup_table(c: dict[str, Any]) -> str:
 
 def open_table(o: dict[str, Any]) -> str:
     rows = [
-        [f"`open.{label}`", spread_ns(o["cases"][f"open.{label}"]), run.fmt_ratio(r)]
-        for label, r in o["ratios"].items()
-    ]
-    rows += [
-        [f"`top10.{label}`", spread_ns(o["cases"][f"top10.{label}"]), run.fmt_ratio(r)]
-        for label, r in o.get("top10", {}).items()
+        [f"`{state}.{label}`", spread_ns(o["cases"][f"{state}.{label}"]), run.fmt_ratio(r)]
+        for state in STATES
+        for label, r in o.get("ratios" if state == "open" else state, {}).items()
     ]
     rows.append(["`from_dict`", spread_ns(o["cases"]["from_dict"]), "1x"])
     return table([f"n={o['n']:,}", "median (min to max)", "/ from_dict"], rows)

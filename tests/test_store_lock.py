@@ -288,3 +288,46 @@ def test_writers_queued_behind_a_slow_fn_wait_while_the_lock_changes_hands(tmp_p
     # the lock's patience; the lock changed hands meanwhile, so it waits on: fn runs once a commit.
     runs, version = race_in_threads(partial(SQLiteStore, str(tmp_path / "slow.db")), WRITERS, 3, pause=0.35)
     assert runs == version == 3 * WRITERS
+
+
+def _wait_for_the_lock(path: str, waiting: str) -> None:
+    with SQLiteStore(path, timeout=60) as store:
+        Path(waiting).touch()
+        with store.lock("notes"):
+            pass
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs SIGSTOP")
+def test_a_writer_stopped_while_next_in_line_does_not_keep_the_others_waiting(tmp_path: Path) -> None:
+    # One waiting writer at a time is next (it catches up between its tries, the others wait in
+    # line); stopped there, it must not hold the others in line until their patience runs out.
+    path = str(tmp_path / "line.db")
+    with _held_elsewhere(path, tmp_path / "ready") as holder:
+        waiting = tmp_path / "waiting"
+        stopped = multiprocessing.get_context("spawn").Process(target=_wait_for_the_lock, args=(path, str(waiting)))
+        stopped.start()
+        try:
+            for _ in range(600):
+                if waiting.exists():
+                    break
+                stopped.join(timeout=0.1)
+            assert waiting.exists()
+            time.sleep(0.3)  # it is next in line by now
+            assert stopped.pid is not None
+            os.kill(stopped.pid, signal.SIGSTOP)
+            held: list[bool] = []
+            with SQLiteStore(path, timeout=2) as store:  # (it waits a second at most while no one commits)
+
+                def wait() -> None:
+                    with store.lock("notes") as taken:
+                        held.append(taken)
+
+                waiter = threading.Thread(target=wait)
+                waiter.start()
+                time.sleep(0.2)  # waiting in line behind the stopped one
+                _kill(holder)  # the lock is free, and the one next in line cannot take it
+                waiter.join(timeout=30)
+            assert held == [True]  # not next within a moment, it took the free lock itself
+        finally:
+            stopped.kill()
+            stopped.join(timeout=30)

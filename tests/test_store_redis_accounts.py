@@ -1,5 +1,6 @@
 """``RedisStore`` on accounts that may not run every command (Redis ACLs): a load reads in one
-``MULTI``/``EXEC`` transaction, and an account refused it reads through lethe's load script.
+``MULTI``/``EXEC`` transaction, and an account refused it reads through lethe's load script and
+waits for commits as any other.
 On the session's ``redis-server`` (``tests/conftest.py``)."""
 
 from __future__ import annotations
@@ -50,3 +51,20 @@ def test_an_account_that_may_not_run_multi_loads_through_the_script(
     with RedisStore(account, prefix=redis_prefix) as store:
         for _ in range(2):  # (and again, once it knows)
             assert Shared(store, "notes", Memory(clock_fn=clock)).current() == written
+
+
+@pytest.mark.parametrize(
+    "account",
+    [["+@all", "-multi"], ["+@all", "-multi", "-exec"], ["+@read", "+@connection", "+evalsha", "+script|load"]],
+    ids=["no MULTI", "no MULTI nor EXEC", "reads only"],
+    indirect=True,
+)
+def test_an_account_that_may_not_run_multi_waits_for_commits(redis_url: str, redis_prefix: str, account: str) -> None:
+    clock = fake_clock()
+    with RedisStore(redis_url, prefix=redis_prefix) as owner, RedisStore(account, prefix=redis_prefix) as store:
+        writer = Shared(owner, "notes", Memory(clock_fn=clock))
+        writer.update(lambda m: m.put("likes tea", key="tea"))
+        follower = Shared(store, "notes", Memory(clock_fn=clock))
+        assert not follower.wait(0.05)  # nothing committed meanwhile
+        latest = writer.update(lambda m: m.put("uses vim", key="vim"))
+        assert follower.wait(5) and follower.current() == latest

@@ -9,7 +9,8 @@ the catch-up to the commit makes each commit one attempt.
 The lock is a byte of a side file (``<database>-lethe-lock``, empty: the locks hold no data),
 one byte per memory (a stable hash of its name), taken with POSIX record locks
 (``fcntl.lockf``), and a ``threading.Lock`` per byte for the threads of this process (POSIX
-record locks belong to a process).  Why not
+record locks belong to a process).  A second byte per memory says which waiting writer is next:
+only that one catches up between its tries, so the waiters leave the cores to the holder.  Why not
 SQLite's own write lock (``BEGIN IMMEDIATE`` held while ``fn`` runs): it holds the whole file,
 so a ``fn`` that writes another memory of the same file (allowed, and its own commit) would
 wait for itself; a byte per memory lets it.
@@ -29,6 +30,7 @@ The lock only saves work, correctness never rests on it, so it never makes a wri
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import threading
@@ -43,7 +45,8 @@ except ImportError:  # pragma: no cover - Windows: writers run optimistically
 
 __all__ = ["FileLocks", "Held"]
 
-# The byte range locked: offsets below 2**31 (every platform's off_t holds them).
+# A memory's lock is a byte at an offset below 2**31, the byte held by the writer next in line for
+# it 2**31 above (below 2**32: every platform with fcntl has a 64-bit off_t).
 _SPAN = 1 << 31
 # The lock file's name: the database's, and this.
 _SUFFIX = "-lethe-lock"
@@ -53,6 +56,43 @@ _PASSING = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EINTR, err
 #: than writers take turns (a commit is about 0.1 ms), short enough that a holder stuck in a slow
 #: ``fn`` costs the others a second, not the store's whole timeout.
 PATIENCE = 1.0
+
+
+# The first pause between tries, and the longest (each is 1.5 times the one before).
+_FIRST_PAUSE = 0.00002
+_LONGEST_PAUSE = 0.001
+# How long a writer waits to be next, at most, before it tries the lock itself.  A holder that
+# commits again at once may take the lock again before the next one tries it (so it folds no one
+# else's commit; handing the lock on at every commit halved four writers' commits a second), and
+# the others would wait in line for as long as it writes.
+_IN_LINE = 0.1
+# How often a writer waiting to be next catches up (to tell whether the lock changes hands).
+_NOW_AND_THEN = 0.05
+
+
+class _NoLocks(Exception):
+    """The file takes no record locks (a file system without them): writes go on without."""
+
+
+def _try(fd: int, offset: int) -> bool:
+    """Take the byte at ``offset`` of ``fd`` if no other process holds it: whether taken.
+
+    Raises:
+        _NoLocks: the file system takes no record locks.
+    """
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EAGAIN):
+            return False
+        raise _NoLocks from None
+    return True
+
+
+def _untry(fd: int, offset: int) -> None:
+    """Let go of the byte at ``offset`` of ``fd``."""
+    with contextlib.suppress(OSError):  # (it is let go when the descriptor closes, at the latest)
+        fcntl.lockf(fd, fcntl.LOCK_UN, 1, offset)
 
 
 def _share(fd: int, database: str) -> None:
@@ -188,34 +228,76 @@ class FileLocks:
                 if now >= end or waiting is None or not waiting():
                     return None
                 deadline = now + self.patience
-        # The other processes: polled, so that a holder that never lets go (a fn waiting on
-        # something forever) delays a writer by ``patience`` at most.
-        pause = 0.00002
         try:
-            while True:
-                try:
-                    fcntl.lockf(file.fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
-                    break
-                except OSError as exc:
-                    if exc.errno not in (errno.EACCES, errno.EAGAIN):  # no record locks here: none
-                        byte.mutex.release()
-                        return None
-                now = time.monotonic()
-                if deadline is None or end is None:
-                    deadline, end = now + self.patience, now + self.limit
-                left = min(deadline, end) - now
-                if left <= 0:
-                    byte.mutex.release()
-                    return None
-                if waiting is not None and waiting():
-                    deadline = now + self.patience  # the lock changed hands: the writers take turns
-                time.sleep(min(pause, left))
-                pause = min(pause * 1.5, 0.001)
+            taken = self._wait(file.fd, offset, waiting, deadline, end)
         except BaseException:  # (waiting() failed, or an interrupt while asleep): not held
             byte.mutex.release()
             raise
+        if not taken:
+            byte.mutex.release()
+            return None
         byte.owner, byte.depth = me, 1
         return found
+
+    def _wait(
+        self, fd: int, offset: int, waiting: Callable[[], object] | None, deadline: float | None, end: float | None
+    ) -> bool:
+        """Take the lock at ``offset`` against the other processes: whether it was taken.
+
+        Polled, so that a holder that never lets go (a ``fn`` waiting on something for ever)
+        delays a writer by ``patience`` at most.  Of the writers waiting, one is *next* (it
+        holds the byte ``_SPAN`` above the lock's): it tries the lock and catches up
+        (``waiting``) between tries, so that little is left to fold once it holds it.  The
+        others try to be next, and catch up only now and then (to tell whether the lock changes
+        hands, so the wait goes on); one not next within ``_IN_LINE`` (the next one stopped, or
+        the holder keeps the lock) tries the lock itself from then on.
+
+        When every waiter caught up between tries, their catch-ups competed with the holder's
+        commit: with four writers on two cores, 3,359 commits a second against 3,702 with one
+        waiter next (0.75x and 0.80x one writer's; medians of seven interleaved trials).
+        """
+        try:
+            if _try(fd, offset):  # (free, the usual case: no clock read)
+                return True
+            return self._wait_in_line(fd, offset, waiting, deadline, end)
+        except _NoLocks:
+            return False
+
+    def _wait_in_line(
+        self, fd: int, offset: int, waiting: Callable[[], object] | None, deadline: float | None, end: float | None
+    ) -> bool:
+        """:meth:`_wait`, once the lock was found held."""
+        now = time.monotonic()
+        if deadline is None or end is None:
+            deadline, end = now + self.patience, now + self.limit
+        next_byte = offset + _SPAN
+        is_next = False
+        in_line = now + _IN_LINE  # until then, it waits to be next
+        checked = now
+        pause = _FIRST_PAUSE
+        try:
+            while True:
+                if not is_next and now < in_line:
+                    is_next = _try(fd, next_byte)
+                    if is_next:
+                        pause = _FIRST_PAUSE
+                trying = is_next or now >= in_line
+                if trying and _try(fd, offset):
+                    return True
+                if waiting is not None and (trying or now - checked >= _NOW_AND_THEN):
+                    checked = now
+                    if waiting():
+                        deadline = time.monotonic() + self.patience  # the lock changed hands: turns
+                now = time.monotonic()
+                left = min(deadline, end) - now
+                if left <= 0:
+                    return False
+                time.sleep(min(pause, left))
+                pause = min(pause * 1.5, _LONGEST_PAUSE)
+                now = time.monotonic()
+        finally:
+            if is_next:
+                _untry(fd, next_byte)
 
     @staticmethod
     def _release(file: _File, offset: int, byte: _Byte) -> None:

@@ -318,7 +318,7 @@ class PostgresStore:
             # libpq's message repeats the connection string, password and all: say only what is wrong.
             raise StoreError("not a valid PostgreSQL URL or connection string") from None
         try:
-            with bounded(conn.fileno, self._silence):
+            with self._bounded(conn):
                 session = self._check(conn)
         except psycopg.Error as exc:
             broken = conn.closed
@@ -350,6 +350,11 @@ class PostgresStore:
         assert found is not None  # a session always sees itself
         return int(found[0]), found[1]
 
+    def _bounded(self, conn: psycopg.Connection[Any]) -> AbstractContextManager[None]:
+        """A ``with`` block whose waits for a reply on ``conn`` end, with the connection lost, once
+        ``_silence`` seconds pass (a server that stopped answering without closing it)."""
+        return bounded(conn.fileno, self._silence)
+
     def _attempt(self, work: Callable[[psycopg.Connection[Any]], T], bulk: bool = False) -> T:
         """``work(connection)`` under the lock; raises :class:`_Lost` if the connection
         could not be made or broke, and :class:`StoreError` for a lock held past ``timeout`` or
@@ -359,7 +364,7 @@ class PostgresStore:
         with self._lock:
             conn = self._connection()
             try:
-                with nullcontext() if bulk else bounded(conn.fileno, self._silence):
+                with nullcontext() if bulk else self._bounded(conn):
                     return work(conn)
             except psycopg.OperationalError as exc:
                 if conn.closed:
@@ -419,7 +424,7 @@ class PostgresStore:
         if self._listener is None:
             listener, _ = self._connect()
             try:
-                with bounded(listener.fileno, self._silence):
+                with self._bounded(listener):
                     listener.execute(f"LISTEN {_CHANNEL}")
             except psycopg.OperationalError as exc:
                 listener.close()
@@ -480,7 +485,7 @@ class PostgresStore:
             conn = hold.conn
 
             def on_hold(work: Callable[[psycopg.Connection[Any]], T], **_: bool) -> T:
-                with bounded(conn.fileno, self._silence):
+                with self._bounded(conn):
                     return work(conn)
 
             try:
@@ -695,7 +700,7 @@ class PostgresStore:
             except (_Lost, StoreError):
                 break
             try:
-                with bounded(conn.fileno, self._silence), _pipeline(conn):  # one round trip
+                with self._bounded(conn), _pipeline(conn):  # one round trip
                     conn.execute(begin)
                     latest = conn.execute(_LATEST, (name,))
                     conn.execute(wait, (f"{max(1, int(patience * 1000))}ms",))
@@ -789,7 +794,7 @@ class PostgresStore:
         one is open) rolled back."""
         try:
             if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                with bounded(conn.fileno, self._silence):
+                with self._bounded(conn):
                     conn.execute("ROLLBACK")
         except psycopg.Error:
             conn.close()
@@ -816,7 +821,7 @@ class PostgresStore:
             conn.close()
             raise _Unsent(psycopg.OperationalError("the server ended the session holding the writer lock"))
         try:
-            with bounded(conn.fileno, self._silence), _pipeline(conn):
+            with self._bounded(conn), _pipeline(conn):
                 cursor = conn.execute(statement, values)
                 waiting = conn.execute(_WAITERS, (_LOCK_CLASS, key))
                 conn.execute("COMMIT")

@@ -604,7 +604,7 @@ class RedisStore:
             found = self._script("load", name)
             if found is None:
                 raise KeyError(name)
-            return int(found[0]), self._text(found[1], name), self._rows(found, name)
+            return self._state(found, name)
         keys = self._keys(name)
 
         def read() -> list[Any] | None:
@@ -635,9 +635,10 @@ class RedisStore:
             raise StoreError(f"{name!r}: the server sent {type(entries).__name__} for the entries, not a hash")
         return version, self._text(head, name), self._keyed(list(entries), list(entries.values()), name)
 
-    def _rows(self, found: list[Any], name: str) -> list[tuple[int, str]]:
-        """The ``(seq, row)`` pairs a script returned after the version and head: the entries
-        hash as ``HGETALL`` gives it, each field (the put order its row is keyed by) then the row.
+    def _state(self, found: list[Any], name: str) -> tuple[int, str, list[tuple[int, str]]]:
+        """The ``(version, head, rows)`` a script returned (a load, a checkpoint): the version,
+        its head, and the entries hash as ``HGETALL`` gives it, each field (the put order its
+        row is keyed by) then the row.
 
         Raises:
             StoreError: as :meth:`_keyed`.
@@ -645,7 +646,7 @@ class RedisStore:
         pairs = found[2]
         if type(pairs) is not list:  # (not what these scripts return: a script of another version)
             raise StoreError(f"{name!r}: the server sent {type(pairs).__name__} for the entries, not a list")
-        return self._keyed(pairs[0::2], pairs[1::2], name)
+        return int(found[0]), self._text(found[1], name), self._keyed(pairs[0::2], pairs[1::2], name)
 
     def _keyed(self, fields: list[Any], rows: list[Any], name: str) -> list[tuple[int, str]]:
         """The ``(seq, row)`` pairs of an entries hash's ``fields`` (each the put order its row
@@ -761,20 +762,23 @@ class RedisStore:
         """See :meth:`lethe.store.Store.wait`.
 
         Every commit adds an item to the memory's stream (``...:feed``, the
-        last 64 or so kept); this blocks on ``XREAD BLOCK`` from the newest item
-        read together with the latest version, so no commit in between is missed.
+        last 64 or so kept); this blocks on ``XREAD BLOCK`` from the newest item,
+        read in one round trip before the latest version (a commit sets both at
+        once), so no commit in between is missed: one after the item is read is
+        either in the version read or after that item.  No transaction: an
+        account that may not run ``MULTI`` waits as any other.
         """
         keys = self._keys(name)
         deadline = time.monotonic() + timeout
 
         def state() -> Any:
-            pipe = self._client.pipeline(transaction=True)
-            pipe.get(keys[1])
+            pipe = self._client.pipeline(transaction=False)
             pipe.xrevrange(keys[8], count=1)
+            pipe.get(keys[1])
             return pipe.execute()
 
         while True:
-            found, newest = self._run(state, name)
+            newest, found = self._run(state, name)
             if found is None:
                 raise KeyError(name)
             latest = self._version(found, name)
@@ -796,7 +800,7 @@ class RedisStore:
         found = self._script("checkpoint", name, "+inf" if at_most is None else at_most)
         if not found:  # nil: no such memory; {}: no checkpoint that old
             raise KeyError(name if found is None or at_most is None else at_most)
-        return int(found[0]), self._text(found[1], name), self._rows(found, name)
+        return self._state(found, name)
 
     def compact(self, name: str, min_gap: int) -> bool:
         """See :meth:`lethe.store.Store.compact`.  Sent again after a lost reply, a

@@ -603,8 +603,9 @@ class Shared(Generic[K, V]):
             self._rejoin()  # version 0 has no record to compare tips with: dropped and made again
         # The record of this replica's own version comes along (when its id is known), so one
         # read also tells whether the store still holds the history this replica saw.
-        check = tip is not None and version > 0
-        rows = self._call(self._store.read, self._read_from())
+        start = self._read_from()
+        check = start != version  # (the record of this replica's version is read too)
+        rows = self._call(self._store.read, start)
         try:
             if check:
                 if not rows:
