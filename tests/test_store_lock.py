@@ -16,7 +16,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -331,3 +331,40 @@ def test_a_writer_stopped_while_next_in_line_does_not_keep_the_others_waiting(tm
         finally:
             stopped.kill()
             stopped.join(timeout=30)
+
+
+def test_two_writers_on_one_store_object_take_turns_on_the_latest(tmp_path: Path) -> None:
+    # One connection: the other writer's commits leave SQLite's data_version as it is, so each
+    # writer must still tell that the memory moved on since its own last commit.
+    with SQLiteStore(str(tmp_path / "one.db")) as store:
+        runs, a, b = take_turns(store, store)
+        assert runs == list("1234567")
+        assert a.version == 7
+        assert sorted(a.current().keys()) == sorted(b.current().keys()) == list("1234567")
+
+
+def test_a_writer_alone_under_the_lock_reads_no_log_before_its_commits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Under the lock a writer reads what it missed before running fn; SQLite tells without a
+    # read that no other connection committed since this writer's last commit.
+    path = str(tmp_path / "alone.db")
+    with SQLiteStore(path) as store:
+        shared: Shared[str, str] = Shared(store, "notes", Memory(clock_fn=fake_clock()))
+        shared.update(lambda m: m.put("first", key="0"))
+        reads: list[int] = []
+        read = store.read
+
+        def counted(name: str, after: int, upto: int | None = None) -> Sequence[tuple[int, str]]:
+            reads.append(after)
+            return read(name, after, upto)
+
+        monkeypatch.setattr(store, "read", counted)
+        for key in "123":
+            shared.update(lambda m, key=key: m.put(key, key=key))
+        assert reads == []
+        with SQLiteStore(path) as other:  # another connection commits: read again, once
+            Shared(other, "notes", Memory(clock_fn=fake_clock())).update(lambda m: m.put("other", key="9"))
+        shared.update(lambda m: m.put("4", key="4"))
+        assert len(reads) == 1
+        assert sorted(shared.current().keys()) == list("012349")

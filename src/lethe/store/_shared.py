@@ -895,7 +895,7 @@ class Shared(Generic[K, V]):
                     else:
                         self._contend(held, lock)
                         later = None
-                if not unread:
+                if not unread and not (locked and self._unchanged()):
                     self._catch_up()
                 while True:
                     base, version, tip, head = self._replica, self._version, self._tip, self._head_text
@@ -945,6 +945,13 @@ class Shared(Generic[K, V]):
                 # Outside the write: on_evict may write to this memory again.
                 self._report(committed)
             return result
+
+    def _unchanged(self) -> bool:
+        """Whether the store knows, without reading the log, that this replica's version is still
+        the latest (``known_version``: SQLite's, while no other connection committed to the
+        file since this replica last read or committed): the catch-up under the lock is skipped."""
+        known = getattr(self._store, "known_version", None)
+        return known is not None and self._head_text is not None and self._call(known) == self._version
 
     def _contend(self, held: ExitStack, lock: Callable[..., AbstractContextManager[bool]]) -> None:
         """Take a writer lock that costs a round trip for the rest of this write (``held``): the

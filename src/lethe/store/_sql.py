@@ -317,15 +317,16 @@ class SQL:
 
     def read(self, run: Run, name: str, after: int, upto: int | None = None) -> list[tuple[int, str]]:
         """See :meth:`lethe.store.Store.read`."""
-        args = (name, bound(after), MAX_INT if upto is None else bound(upto))
+        return self.records(run(functools.partial(self.read_on, name=name, after=after, upto=upto)), name)
 
-        def work(conn: Connection) -> list[tuple[int, str]]:
-            rows: list[tuple[int, str]] = conn.execute(self.q.read, args).fetchall()
-            if not rows and not self.known(conn, name):
-                raise KeyError(name)
-            return rows
-
-        return self.records(run(work), name)
+    def read_on(self, conn: Connection, name: str, after: int, upto: int | None = None) -> list[tuple[int, str]]:
+        """:meth:`read` on ``conn``, the rows as the database gave them (see :meth:`records`)."""
+        rows: list[tuple[int, str]] = conn.execute(
+            self.q.read, (name, bound(after), MAX_INT if upto is None else bound(upto))
+        ).fetchall()
+        if not rows and not self.known(conn, name):
+            raise KeyError(name)
+        return rows
 
     def records(self, rows: list[tuple[Any, Any]], name: str) -> list[tuple[int, str]]:
         """``rows`` of the log as the database gave them, each a version and its record.

@@ -37,6 +37,8 @@ _LOG = "INSERT INTO log VALUES (?, ?, ?, ?)"
 _SET_CONFIG = "UPDATE memories SET config = ? WHERE name = ?"
 _REMOVE = "DELETE FROM entries WHERE name = ? AND seq = ?"
 _WRITE = "INSERT OR REPLACE INTO entries VALUES (?, ?, ?)"
+#: A number of the connection's that changes when another connection commits to the file.
+_DATA_VERSION = "PRAGMA data_version"
 
 # Every open store, so that no connection is open across os.fork (see _before_fork).
 _OPEN: weakref.WeakSet[SQLiteStore] = weakref.WeakSet()
@@ -171,6 +173,9 @@ class SQLiteStore:
         self._conn: sqlite3.Connection | None = None
         self._pid = os.getpid()
         self._closed = False
+        # Each memory's latest version as this object last read or committed it, with the
+        # connection's data_version then (see known_version).
+        self._seen: dict[str, tuple[int, int]] = {}
         self._locks = FileLocks(str(self.path), patience=min(self.timeout, PATIENCE), limit=self.timeout)
         with self._lock:
             self._connection()
@@ -186,6 +191,7 @@ class SQLiteStore:
             _INHERITED.append(self._conn)  # another process's: closing it here could hurt it
             self._conn = None
         if self._conn is None:
+            self._seen.clear()  # (another connection's data_version)
             self._conn = self._connect()
             self._pid = os.getpid()
         return self._conn
@@ -381,7 +387,42 @@ class SQLiteStore:
 
     def read(self, name: str, after: int, upto: int | None = None) -> Sequence[tuple[int, str]]:
         """See :meth:`lethe.store.Store.read`."""
-        return self._sql.read(self._run, name, after, upto)
+        if upto is not None:
+            return self._sql.read(self._run, name, after, upto)
+
+        def work(conn: sqlite3.Connection) -> list[tuple[int, str]]:
+            seen = conn.execute(_DATA_VERSION).fetchone()[0]  # (before: a commit after it shows)
+            rows = self._sql.records(self._sql.read_on(conn, name, after), name)
+            if rows:
+                self._seen[name] = (seen, rows[-1][0])
+            return rows
+
+        return self._run(work)
+
+    def known_version(self, name: str) -> int | None:
+        """The latest version of ``name`` if this object knows it without reading the log, else
+        None: the version it last read or committed, while no other connection has committed to
+        the file since (SQLite's ``data_version``).  :class:`~lethe.store.Shared` holding the
+        writer lock skips its catch-up then (about 13 µs of a commit's 180 µs).  O(1): one
+        statement that reads no table.
+
+        >>> import os, tempfile
+        >>> from lethe import Memory
+        >>> from lethe.store import Shared, SQLiteStore
+        >>> with tempfile.TemporaryDirectory() as tmp, SQLiteStore(os.path.join(tmp, "m.db")) as store:
+        ...     shared = Shared(store, "notes", Memory())
+        ...     _ = shared.update(lambda m: m.put("v", key="k"))
+        ...     store.known_version("notes"), store.known_version("other")
+        (1, None)
+        """
+        with self._lock, self._reporting():
+            seen = self._seen.get(name)
+            if seen is None or self._closed:
+                return None
+            conn = self._connection()
+            if self._seen.get(name) is not seen:
+                return None  # (a new connection)
+            return seen[1] if conn.execute(_DATA_VERSION).fetchone()[0] == seen[0] else None
 
     def append(
         self,
@@ -412,6 +453,10 @@ class SQLiteStore:
                     conn.execute(_REMOVE, (name, seq))
                 for seq, row in written:
                     conn.execute(_WRITE, (name, seq, row))
+                # No other connection commits while this one writes, and its own commit leaves
+                # its data_version as it is.
+                seen = conn.execute(_DATA_VERSION).fetchone()[0]
+            self._seen[name] = (seen, version)
             return True
 
     def lock(self, name: str, waiting: Callable[[], object] | None = None) -> Held | AbstractContextManager[bool]:
@@ -465,7 +510,11 @@ class SQLiteStore:
 
     def drop(self, name: str) -> bool:
         """See :meth:`lethe.store.Store.drop`: one write transaction."""
-        return self._sql.drop(self._run, name)
+        try:
+            return self._sql.drop(self._run, name)
+        finally:
+            with self._lock:
+                self._seen.pop(name, None)  # (its own commit leaves data_version as it is)
 
 
 _FORKING: list[SQLiteStore] = []
