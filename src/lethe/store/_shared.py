@@ -970,8 +970,9 @@ class Shared(Generic[K, V]):
     def _moved_on(self) -> bool:
         """Catch up; whether that found versions after this replica's (while this writer waits
         for the writer lock: the lock changed hands, so the writers are taking turns, not stuck
-        behind one, and the wait goes on)."""
-        return self._newer(self._version)
+        behind one, and the wait goes on).  Nothing is read while the store knows that no one
+        committed since (see :meth:`_unchanged`)."""
+        return not self._unchanged() and self._newer(self._version)
 
     def _newer(self, version: int) -> bool:
         """Catch up; whether that found versions after ``version`` (what a run of ``fn`` on a
