@@ -20,11 +20,12 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from lethe import Memory
-from lethe.store import Shared, SQLiteStore
+from lethe.store import Shared, SQLiteStore, _lock
 
 from ._support import fake_clock
 from ._writers import race_in_processes, race_in_threads, take_turns
@@ -368,3 +369,69 @@ def test_a_writer_alone_under_the_lock_reads_no_log_before_its_commits(
         shared.update(lambda m: m.put("4", key="4"))
         assert len(reads) == 1
         assert sorted(shared.current().keys()) == list("012349")
+
+
+class _InterruptedOnce:
+    """A thread lock whose next acquire takes it and then raises KeyboardInterrupt: what a Ctrl-C
+    handled at the bytecode after the acquire does."""
+
+    def __init__(self, lock: Any) -> None:
+        self.lock, self.armed = lock, True
+
+    def acquire(self, *args: Any, **kwargs: Any) -> bool:
+        got: bool = self.lock.acquire(*args, **kwargs)
+        if got and self.armed:
+            self.armed = False
+            raise KeyboardInterrupt
+        return got
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.lock, name)
+
+
+def test_a_ctrl_c_just_after_the_thread_lock_was_taken_does_not_keep_it(tmp_path: Path) -> None:
+    # The interrupt lands after the thread lock was taken and before it was recorded: the next
+    # write of this process must take the lock, not wait for a thread lock no one will let go.
+    with SQLiteStore(str(tmp_path / "interrupted.db"), timeout=0.3) as store:
+        with store.lock("notes") as held:
+            assert held
+        byte = next(iter(_lock._FILES[store._locks._key].bytes.values()))
+        byte.mutex = _InterruptedOnce(byte.mutex)  # type: ignore[assignment]
+        with pytest.raises(KeyboardInterrupt), store.lock("notes"):
+            pass
+        for _ in range(2):
+            with store.lock("notes") as held:
+                assert held  # (before: False, after waiting the patience, on every write)
+
+
+def test_a_store_closed_while_a_thread_waits_for_its_lock_keeps_the_lock_file_open(tmp_path: Path) -> None:
+    # Closing the lock file's descriptor under a waiting thread let it try the lock on a number
+    # that the next file opened reused: two holders at once, and a lock let go while held.
+    path = str(tmp_path / "closing.db")
+    with _held_elsewhere(path, tmp_path / "ready") as holder:
+        store = SQLiteStore(path, timeout=30)
+        got: list[bool] = []
+
+        def wait() -> None:
+            with store.lock("notes", lambda: True) as held:  # (the lock moves on: it waits)
+                got.append(held)
+
+        waiter = threading.Thread(target=wait)
+        waiter.start()
+        time.sleep(0.2)  # waiting for the other process's lock
+        descriptor = _lock._FILES[store._locks._key].fd
+        store.close()
+        assert _names_the_lock_file(descriptor, path)  # still open: a thread is waiting on it
+        _kill(holder)
+        waiter.join(timeout=30)
+        assert got == [True]
+    assert not _names_the_lock_file(descriptor, path)  # closed once the waiter let go
+
+
+def _names_the_lock_file(descriptor: int, path: str) -> bool:
+    try:
+        found = os.fstat(descriptor)
+    except OSError:
+        return False
+    lock_file = os.stat(path + "-lethe-lock")
+    return (found.st_dev, found.st_ino) == (lock_file.st_dev, lock_file.st_ino)

@@ -112,9 +112,18 @@ class _Byte:
     __slots__ = ("depth", "mutex", "owner")
 
     def __init__(self) -> None:
-        self.mutex = threading.Lock()
+        # Reentrant only so that a thread can tell it holds it (see recover): the lock's own
+        # reentrancy is the owner and depth below.
+        self.mutex = threading.RLock()
         self.owner: int | None = None
         self.depth = 0
+
+    def recover(self) -> None:
+        """Let go of the thread lock if this thread holds it without owning the byte: an
+        interrupt (Ctrl-C) landed just after it was taken or just before it was let go, which
+        would leave every later write of this process waiting for it."""
+        while self.owner is None and self.mutex._is_owned():  # type: ignore[attr-defined]  # (as Condition asks)
+            self.mutex.release()
 
 
 class _File:
@@ -126,14 +135,23 @@ class _File:
         self.key = key
         self.fd = fd
         self.users = 0
+        self.busy = 0  # the threads holding or waiting for one of its locks
         self.bytes: dict[int, _Byte] = {}
 
     def forget_if_unused(self) -> None:
         """Close the descriptor once no store of this process uses the file and no thread holds
-        a lock in it (closing it would drop that lock); call under ``_GUARD``."""
-        if self.users <= 0 and _FILES.get(self.key) is self and all(b.owner is None for b in self.bytes.values()):
+        or waits for a lock in it (closing it would drop that lock, and a waiter would try a
+        descriptor the number of which may name another file by then); call under ``_GUARD``."""
+        if self.users <= 0 and self.busy <= 0 and _FILES.get(self.key) is self:
             del _FILES[self.key]
             os.close(self.fd)
+
+    def done(self) -> None:
+        """A thread that held or waited for a lock in the file is done with it."""
+        with _GUARD:
+            self.busy -= 1
+            if self.users <= 0:  # every store of the file closed meanwhile
+                self.forget_if_unused()
 
 
 _FILES: dict[str, _File] = {}
@@ -218,6 +236,20 @@ class FileLocks:
         if byte.owner == me:  # a write inside this thread's own write: the lock is held already
             byte.depth += 1
             return found
+        with _GUARD:
+            file.busy += 1
+        taken = False
+        try:
+            taken = self._take(file, offset, byte, waiting, me)
+        finally:
+            if not taken:
+                file.done()
+        return found if taken else None
+
+    def _take(self, file: _File, offset: int, byte: _Byte, waiting: Callable[[], object] | None, me: int) -> bool:
+        """Take the thread lock of ``byte``, then its byte at ``offset`` of ``file``: whether
+        both were taken (and the byte is owned by this thread ``me``)."""
+        byte.recover()
         deadline = end = None
         if not byte.mutex.acquire(blocking=False):  # (free, the usual case: no clock read)
             now = time.monotonic()
@@ -226,18 +258,20 @@ class FileLocks:
             while not byte.mutex.acquire(timeout=max(0.0, min(deadline, end) - time.monotonic())):
                 now = time.monotonic()
                 if now >= end or waiting is None or not waiting():
-                    return None
+                    return False
                 deadline = now + self.patience
         try:
-            taken = self._wait(file.fd, offset, waiting, deadline, end)
+            if self._wait(file.fd, offset, waiting, deadline, end):
+                byte.owner, byte.depth = me, 1
+                return True
         except BaseException:  # (waiting() failed, or an interrupt while asleep): not held
+            if byte.owner == me:  # (an interrupt just after it was taken)
+                byte.owner, byte.depth = None, 0
+                _untry(file.fd, offset)
             byte.mutex.release()
             raise
-        if not taken:
-            byte.mutex.release()
-            return None
-        byte.owner, byte.depth = me, 1
-        return found
+        byte.mutex.release()
+        return False
 
     def _wait(
         self, fd: int, offset: int, waiting: Callable[[], object] | None, deadline: float | None, end: float | None
@@ -307,11 +341,9 @@ class FileLocks:
         try:
             fcntl.lockf(file.fd, fcntl.LOCK_UN, 1, offset)
         finally:
-            byte.owner = None  # (after: a store closing meanwhile keeps the descriptor until then)
+            byte.owner = None
             byte.mutex.release()
-        if file.users <= 0:  # every store of the file closed while this lock was held
-            with _GUARD:
-                file.forget_if_unused()
+            file.done()  # (after: a store closing meanwhile keeps the descriptor until then)
 
     def close(self) -> None:
         """This store no longer writes: the file's descriptor closes with the last such store."""
