@@ -558,8 +558,9 @@ def run_open(
     """Cold open of an n-entry memory on each engine against from_dict of its to_dict(), interleaved.
 
     The memory is opened in three states: right after the one bulk commit that stored it
-    (``open``), after ``LATER_COMMITS`` single commits on top of it (``later``: no checkpoint
-    falls in between at this size), and after those commits and a checkpoint (``compacted``)."""
+    (``open``; ``top10`` until its top ten is in hand too), after ``LATER_COMMITS`` single
+    commits on top of it (``later``: no checkpoint falls in between at 10,000 entries or
+    more), and after those commits and a checkpoint (``compacted``)."""
     clock = fake_clock()
     mem = build_memory(n, sb.DECAY, clock, n, keys_for(n))
     name = f"open-{n}"

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from lethe import Memory
-from lethe.store import Shared, SQLiteStore, _lock
+from lethe.store import Shared, SQLiteStore, StoreError, _lock
 
 from ._support import fake_clock
 from ._writers import race_in_processes, race_in_threads, take_turns
@@ -368,7 +368,36 @@ def test_a_writer_alone_under_the_lock_reads_no_log_before_its_commits(
             Shared(other, "notes", Memory(clock_fn=fake_clock())).update(lambda m: m.put("other", key="9"))
         shared.update(lambda m: m.put("4", key="4"))
         assert len(reads) == 1
-        assert sorted(shared.current().keys()) == list("012349")
+        shared.update(lambda m: m.put("5", key="5"))  # what that read found is known: no read
+        assert len(reads) == 1
+        assert sorted(shared.current().keys()) == list("0123459")
+
+
+def test_a_memory_dropped_and_made_again_through_the_same_store_is_not_taken_for_the_old(
+    tmp_path: Path,
+) -> None:
+    # Through one connection SQLite's data_version stays as it is: the new memory's version 3 is
+    # not the old one's, and fn must not run on the old memory's replica.
+    with SQLiteStore(str(tmp_path / "again.db")) as store:
+        old: Shared[str, str] = Shared(store, "notes", Memory(clock_fn=fake_clock()))
+        for key in "abc":
+            old.update(lambda m, key=key: m.put(key, key=key))
+        assert store.drop("notes")
+        new: Shared[str, str] = Shared(store, "notes", Memory(clock_fn=fake_clock()))
+        for key in "xyz":
+            new.update(lambda m, key=key: m.put(key, key=key))
+        assert old.version == new.version == 3
+        ran: list[list[str]] = []
+
+        def fn(m: Memory[str, str]) -> Memory[str, str]:
+            ran.append(sorted(m.keys()))
+            return m.put("d", key="d")
+
+        with pytest.raises(StoreError, match="history went back"):
+            old.update(fn)  # it follows the store again (see Shared._rejoin)
+        assert ran == []
+        assert sorted(old.update(fn).keys()) == list("dxyz")
+        assert ran == [list("xyz")]
 
 
 class _InterruptedOnce:

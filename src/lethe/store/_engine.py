@@ -41,8 +41,9 @@ commits in such a block, and takes the lock once it meets another writer (a
 lost race), until the lock's ``alone`` says no one waited for it at its commit
 (:class:`~lethe.store.PostgresStore` offers one: an advisory lock).  An engine that can
 tell without reading the log that no one committed a memory since this object last read or
-committed it offers ``known_version(name)``: that version, else None; a writer holding the
-lock then skips its catch-up (:class:`~lethe.store.SQLiteStore`: SQLite's ``data_version``).
+committed it offers ``latest_known(name)``: that version and its head, else None; a writer
+holding the lock then skips its catch-up (:class:`~lethe.store.SQLiteStore`: SQLite's
+``data_version``).
 An engine on SQL writes only its connections, commit and wait: the tables and
 the other operations are ``lethe.store._sql``'s, in the engine's
 :class:`~lethe.store._sql.Dialect`.  An engine that tries again after a lost

@@ -109,7 +109,7 @@ def _share(fd: int, database: str) -> None:
 class _Byte:
     """One locked byte's state in this process: its thread lock, owner and depth (reentrant)."""
 
-    __slots__ = ("depth", "mutex", "owner")
+    __slots__ = ("depth", "mutex", "owner", "waits")
 
     def __init__(self) -> None:
         # Reentrant only so that a thread can tell it holds it (see recover): the lock's own
@@ -117,13 +117,14 @@ class _Byte:
         self.mutex = threading.RLock()
         self.owner: int | None = None
         self.depth = 0
+        self.waits = 0  # the waits for the byte under the thread lock (a write inside one's catch-up)
 
     def recover(self) -> None:
-        """Let go of the thread lock if this thread holds it without owning the byte: an
-        interrupt (Ctrl-C) landed just after it was taken or just before it was let go, which
-        would leave every later write of this process waiting for it."""
-        while self.owner is None and self.mutex._is_owned():  # type: ignore[attr-defined]  # (as Condition asks)
-            self.mutex.release()
+        """Let go of the thread lock if this thread holds it without owning the byte or waiting
+        for it: an interrupt (Ctrl-C) landed just after it was taken or just before it was let
+        go, which would leave every later write of this process waiting for it."""
+        while self.owner is None and not self.waits and self.mutex._is_owned():  # type: ignore[attr-defined]
+            self.mutex.release()  # (_is_owned: as threading.Condition asks an RLock)
 
 
 class _File:
@@ -261,13 +262,17 @@ class FileLocks:
                     return False
                 deadline = now + self.patience
         try:
-            if self._wait(file.fd, offset, waiting, deadline, end):
-                byte.owner, byte.depth = me, 1
-                return True
+            byte.waits += 1
+            try:
+                if self._wait(file.fd, offset, waiting, deadline, end):
+                    byte.owner, byte.depth = me, 1
+                    return True
+            finally:
+                byte.waits -= 1
         except BaseException:  # (waiting() failed, or an interrupt while asleep): not held
             if byte.owner == me:  # (an interrupt just after it was taken)
                 byte.owner, byte.depth = None, 0
-                _untry(file.fd, offset)
+            _untry(file.fd, offset)  # (no other thread holds it: this one holds the thread lock)
             byte.mutex.release()
             raise
         byte.mutex.release()
@@ -330,8 +335,7 @@ class FileLocks:
                 pause = min(pause * 1.5, _LONGEST_PAUSE)
                 now = time.monotonic()
         finally:
-            if is_next:
-                _untry(fd, next_byte)
+            _untry(fd, next_byte)  # (also when an interrupt landed just after it was taken)
 
     @staticmethod
     def _release(file: _File, offset: int, byte: _Byte) -> None:

@@ -948,10 +948,15 @@ class Shared(Generic[K, V]):
 
     def _unchanged(self) -> bool:
         """Whether the store knows, without reading the log, that this replica's version is still
-        the latest (``known_version``: SQLite's, while no other connection committed to the
-        file since this replica last read or committed): the catch-up under the lock is skipped."""
-        known = getattr(self._store, "known_version", None)
-        return known is not None and self._head_text is not None and self._call(known) == self._version
+        the latest (``latest_known``: SQLite's, while no other connection committed to the file
+        since this replica last read or committed): the catch-up under the lock is skipped.  The
+        head tells a memory dropped and made again through the same store from this one."""
+        known = getattr(self._store, "latest_known", None)
+        return (
+            known is not None
+            and self._head_text is not None
+            and self._call(known) == (self._version, self._head_text)
+        )
 
     def _contend(self, held: ExitStack, lock: Callable[..., AbstractContextManager[bool]]) -> None:
         """Take a writer lock that costs a round trip for the rest of this write (``held``): the

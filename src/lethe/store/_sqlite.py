@@ -40,6 +40,12 @@ _WRITE = "INSERT OR REPLACE INTO entries VALUES (?, ?, ?)"
 #: A number of the connection's that changes when another connection commits to the file.
 _DATA_VERSION = "PRAGMA data_version"
 
+
+def _data_version(conn: sqlite3.Connection) -> int:
+    """``conn``'s data_version now."""
+    found: int = conn.execute(_DATA_VERSION).fetchone()[0]
+    return found
+
 # Every open store, so that no connection is open across os.fork (see _before_fork).
 _OPEN: weakref.WeakSet[SQLiteStore] = weakref.WeakSet()
 # Connections found in a process that did not open them: kept referenced, never used or closed.
@@ -173,9 +179,9 @@ class SQLiteStore:
         self._conn: sqlite3.Connection | None = None
         self._pid = os.getpid()
         self._closed = False
-        # Each memory's latest version as this object last read or committed it, with the
-        # connection's data_version then (see known_version).
-        self._seen: dict[str, tuple[int, int]] = {}
+        # Each memory's latest version and head as this object last read or committed them,
+        # after the connection's data_version then (see latest_known).
+        self._seen: dict[str, tuple[int, int, str]] = {}
         self._locks = FileLocks(str(self.path), patience=min(self.timeout, PATIENCE), limit=self.timeout)
         with self._lock:
             self._connection()
@@ -391,20 +397,29 @@ class SQLiteStore:
             return self._sql.read(self._run, name, after, upto)
 
         def work(conn: sqlite3.Connection) -> list[tuple[int, str]]:
-            seen = conn.execute(_DATA_VERSION).fetchone()[0]  # (before: a commit after it shows)
+            seen = _data_version(conn)  # (before: a commit after it shows)
             rows = self._sql.records(self._sql.read_on(conn, name, after), name)
             if rows:
-                self._seen[name] = (seen, rows[-1][0])
+                latest, head = self._sql.head(conn, name)
+                if latest == rows[-1][0]:
+                    self._saw(name, seen, latest, head)
             return rows
 
         return self._run(work)
 
-    def known_version(self, name: str) -> int | None:
-        """The latest version of ``name`` if this object knows it without reading the log, else
-        None: the version it last read or committed, while no other connection has committed to
-        the file since (SQLite's ``data_version``).  :class:`~lethe.store.Shared` holding the
-        writer lock skips its catch-up then (about 13 µs of a commit's 180 µs).  O(1): one
-        statement that reads no table.
+    def _saw(self, name: str, data_version: int, version: int, head: str) -> None:
+        """Note that ``name`` was at ``version`` whose head is ``head`` when the connection's
+        data_version was ``data_version`` (hold the lock)."""
+        if len(self._seen) >= 1024 and name not in self._seen:  # (a store of many names: kept small)
+            self._seen.clear()
+        self._seen[name] = (data_version, version, head)
+
+    def latest_known(self, name: str) -> tuple[int, str] | None:
+        """The latest version of ``name`` and its head if this object knows them without reading
+        the log, else None: those it last read or committed, while no other connection has
+        committed to the file since (SQLite's ``data_version``).  :class:`~lethe.store.Shared`
+        holding the writer lock skips its catch-up then (about 13 µs of a commit's 180 µs).
+        O(1): one statement that reads no table.
 
         >>> import os, tempfile
         >>> from lethe import Memory
@@ -412,7 +427,7 @@ class SQLiteStore:
         >>> with tempfile.TemporaryDirectory() as tmp, SQLiteStore(os.path.join(tmp, "m.db")) as store:
         ...     shared = Shared(store, "notes", Memory())
         ...     _ = shared.update(lambda m: m.put("v", key="k"))
-        ...     store.known_version("notes"), store.known_version("other")
+        ...     store.latest_known("notes")[0], store.latest_known("other")
         (1, None)
         """
         with self._lock, self._reporting():
@@ -422,7 +437,7 @@ class SQLiteStore:
             conn = self._connection()
             if self._seen.get(name) is not seen:
                 return None  # (a new connection)
-            return seen[1] if conn.execute(_DATA_VERSION).fetchone()[0] == seen[0] else None
+            return (seen[1], seen[2]) if _data_version(conn) == seen[0] else None
 
     def append(
         self,
@@ -455,8 +470,8 @@ class SQLiteStore:
                     conn.execute(_WRITE, (name, seq, row))
                 # No other connection commits while this one writes, and its own commit leaves
                 # its data_version as it is.
-                seen = conn.execute(_DATA_VERSION).fetchone()[0]
-            self._seen[name] = (seen, version)
+                seen = _data_version(conn)
+            self._saw(name, seen, version, head)
             return True
 
     def lock(self, name: str, waiting: Callable[[], object] | None = None) -> Held | AbstractContextManager[bool]:
@@ -510,11 +525,15 @@ class SQLiteStore:
 
     def drop(self, name: str) -> bool:
         """See :meth:`lethe.store.Store.drop`: one write transaction."""
-        try:
-            return self._sql.drop(self._run, name)
-        finally:
-            with self._lock:
+
+        def run(work: Callable[[sqlite3.Connection], T], **how: bool) -> T:
+            def forgetting(conn: sqlite3.Connection) -> T:
                 self._seen.pop(name, None)  # (its own commit leaves data_version as it is)
+                return work(conn)
+
+            return self._run(forgetting, **how)
+
+        return self._sql.drop(run, name)
 
 
 _FORKING: list[SQLiteStore] = []
