@@ -16,7 +16,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -131,7 +131,17 @@ def _hold_forever(path: str, ready: str) -> None:
 def _held_elsewhere(path: str, ready: Path) -> Iterator[multiprocessing.process.BaseProcess]:
     """Another process holding the lock of "notes" in the store at ``path`` until it is killed."""
     SQLiteStore(path).close()
-    process = multiprocessing.get_context("spawn").Process(target=_hold_forever, args=(path, str(ready)))
+    with _started(_hold_forever, path, ready) as process:
+        yield process
+
+
+@contextmanager
+def _started(
+    target: Callable[[str, str], None], path: str, ready: Path
+) -> Iterator[multiprocessing.process.BaseProcess]:
+    """A process running ``target(path, ready)`` once it has made the file ``ready``; killed
+    when the block ends, if it is still running."""
+    process = multiprocessing.get_context("spawn").Process(target=target, args=(path, str(ready)))
     process.start()
     try:
         for _ in range(600):
@@ -143,6 +153,7 @@ def _held_elsewhere(path: str, ready: Path) -> Iterator[multiprocessing.process.
     finally:
         if process.is_alive():
             process.kill()
+        process.join(timeout=30)
 
 
 def _kill(process: multiprocessing.process.BaseProcess) -> None:
@@ -303,35 +314,26 @@ def test_a_writer_stopped_while_next_in_line_does_not_keep_the_others_waiting(tm
     # One waiting writer at a time is next (it catches up between its tries, the others wait in
     # line); stopped there, it must not hold the others in line until their patience runs out.
     path = str(tmp_path / "line.db")
-    with _held_elsewhere(path, tmp_path / "ready") as holder:
-        waiting = tmp_path / "waiting"
-        stopped = multiprocessing.get_context("spawn").Process(target=_wait_for_the_lock, args=(path, str(waiting)))
-        stopped.start()
-        try:
-            for _ in range(600):
-                if waiting.exists():
-                    break
-                stopped.join(timeout=0.1)
-            assert waiting.exists()
-            time.sleep(0.3)  # it is next in line by now
-            assert stopped.pid is not None
-            os.kill(stopped.pid, signal.SIGSTOP)
-            held: list[bool] = []
-            with SQLiteStore(path, timeout=2) as store:  # (it waits a second at most while no one commits)
+    with (
+        _held_elsewhere(path, tmp_path / "ready") as holder,
+        _started(_wait_for_the_lock, path, tmp_path / "waiting") as stopped,
+    ):
+        time.sleep(0.3)  # it is next in line by now
+        assert stopped.pid is not None
+        os.kill(stopped.pid, signal.SIGSTOP)
+        held: list[bool] = []
+        with SQLiteStore(path, timeout=2) as store:  # (it waits a second at most while no one commits)
 
-                def wait() -> None:
-                    with store.lock("notes") as taken:
-                        held.append(taken)
+            def wait() -> None:
+                with store.lock("notes") as taken:
+                    held.append(taken)
 
-                waiter = threading.Thread(target=wait)
-                waiter.start()
-                time.sleep(0.2)  # waiting in line behind the stopped one
-                _kill(holder)  # the lock is free, and the one next in line cannot take it
-                waiter.join(timeout=30)
-            assert held == [True]  # not next within a moment, it took the free lock itself
-        finally:
-            stopped.kill()
-            stopped.join(timeout=30)
+            waiter = threading.Thread(target=wait)
+            waiter.start()
+            time.sleep(0.2)  # waiting in line behind the stopped one
+            _kill(holder)  # the lock is free, and the one next in line cannot take it
+            waiter.join(timeout=30)
+        assert held == [True]  # not next within a moment, it took the free lock itself
 
 
 def test_two_writers_on_one_store_object_take_turns_on_the_latest(tmp_path: Path) -> None:
