@@ -466,3 +466,57 @@ def _names_the_lock_file(descriptor: int, path: str) -> bool:
         return False
     lock_file = os.stat(path + "-lethe-lock")
     return (found.st_dev, found.st_ino) == (lock_file.st_dev, lock_file.st_ino)
+
+
+def test_a_writer_that_gave_up_waiting_and_lost_the_race_waits_for_the_lock_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Without the lock a writer runs fn against every commit of the writers that take turns
+    # under it, and may lose each race: after a lost race it goes back in line instead.
+    path = str(tmp_path / "line.db")
+    clock = fake_clock()
+    with SQLiteStore(path) as store:
+        Shared(store, "notes", Memory(clock_fn=clock))
+    holding, go, committed = threading.Event(), threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with SQLiteStore(path) as store:
+            shared: Shared[str, str] = Shared(store, "notes", Memory(clock_fn=clock))
+            with store.lock("notes") as held:
+                assert held
+                holding.set()
+                assert go.wait(timeout=10)
+                shared.update(lambda m: m.put("holder's", key="h"))
+        committed.set()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert holding.wait(timeout=10)
+        with SQLiteStore(path, timeout=0.2) as store:
+            taken: list[bool] = []
+            lock = store.lock
+
+            @contextmanager
+            def recorded(name: str, waiting: Callable[[], object] | None = None) -> Iterator[bool]:
+                with lock(name, waiting) as held:
+                    taken.append(held)
+                    yield held
+
+            monkeypatch.setattr(store, "lock", recorded)
+            shared: Shared[str, str] = Shared(store, "notes", Memory(clock_fn=clock))
+            runs: list[list[str]] = []
+
+            def fn(m: Memory[str, str]) -> Memory[str, str]:
+                runs.append(sorted(m.keys()))
+                if len(runs) == 1:  # run without the lock: the holder commits and lets go meanwhile
+                    go.set()
+                    assert committed.wait(timeout=10)
+                return m.put("writer's", key="w")
+
+            assert sorted(shared.update(fn).keys()) == ["h", "w"]
+    finally:
+        go.set()
+        holder.join(timeout=10)
+    assert taken == [False, True]  # gave up after 0.2 s; after the lost race, in line again
+    assert runs == [[], ["h"]]

@@ -887,13 +887,14 @@ class Shared(Generic[K, V]):
                 # A lock that costs a round trip (a server's) is taken only then: alone, the
                 # commit goes in without it, unless another writer holds it.
                 lock, later = self._writer_lock()
-                locked = later is None and held.enter_context(lock(self._name, self._moved_on))
+                costly = later is not None
+                locked = not costly and held.enter_context(lock(self._name, self._moved_on))
                 unread = not locked and self._fresh and self._head_text is not None
                 if later is not None:
                     if unread:
                         held.enter_context(later)
                     else:
-                        self._contend(held, lock)
+                        locked = self._contend(held, lock)
                         later = None
                 if not unread and not (locked and self._unchanged()):
                     self._catch_up()
@@ -934,8 +935,17 @@ class Shared(Generic[K, V]):
                             )
                     if later is not None:  # (a race lost alone: another writer is here)
                         held.close()
-                        self._contend(held, lock)
+                        locked = self._contend(held, lock)
                         later = None
+                    elif not locked and lock is not _unlocked:
+                        # This writer gave up waiting for the lock (a slow holder, a long line)
+                        # and lost a race run without it: back in line, rather than run fn again
+                        # against every commit of the writers taking turns under it.
+                        held.close()
+                        if costly:
+                            locked = self._contend(held, lock)
+                        else:
+                            locked = held.enter_context(lock(self._name, self._moved_on))
                     self._lost()
                 if outer is not None and isinstance(committed, Memory):
                     outer.commits += 1
@@ -958,16 +968,17 @@ class Shared(Generic[K, V]):
             and self._call(known) == (self._version, self._head_text)
         )
 
-    def _contend(self, held: ExitStack, lock: Callable[..., AbstractContextManager[bool]]) -> None:
+    def _contend(self, held: ExitStack, lock: Callable[..., AbstractContextManager[bool]]) -> bool:
         """Take a writer lock that costs a round trip for the rest of this write (``held``): the
         memory has other writers.  So are the next writes, unless the lock says no other writer
         waited for it at this one's commit (its ``alone``) and the read under it found no one
         else's commit, or until a read outside a write (a ``current()``) finds none: then this
         one commits alone again, in one round trip.  (Finding nothing new under the lock does not
-        tell on its own: the others may be waiting for it.)"""
+        tell on its own: the others may be waiting for it.)  Whether it is held."""
         block = lock(self._name, self._moved_on)
-        held.enter_context(block)
+        got = held.enter_context(block)
         held.callback(self._contended, block)
+        return got
 
     def _contended(self, block: object) -> None:
         self._fresh = self._fresh and getattr(block, "alone", False) is True
