@@ -520,3 +520,62 @@ def test_a_writer_that_gave_up_waiting_and_lost_the_race_waits_for_the_lock_agai
         holder.join(timeout=10)
     assert taken == [False, True]  # gave up after 0.2 s; after the lost race, in line again
     assert runs == [[], ["h"]]
+
+
+def test_a_writer_waits_again_once_behind_a_holder_that_keeps_the_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The holder keeps the lock throughout and commits during each of the writer's first two
+    # runs of fn: the writer waits for the lock twice (each time its patience, 0.2 s), then races.
+    path = str(tmp_path / "kept.db")
+    clock = fake_clock()
+    with SQLiteStore(path) as store:
+        Shared(store, "notes", Memory(clock_fn=clock))
+    holding, done = threading.Event(), threading.Event()
+    asks: list[threading.Event] = [threading.Event(), threading.Event()]
+    answers: list[threading.Event] = [threading.Event(), threading.Event()]
+
+    def hold() -> None:
+        with SQLiteStore(path) as store:
+            shared: Shared[str, str] = Shared(store, "notes", Memory(clock_fn=clock))
+            with store.lock("notes") as held:
+                assert held
+                holding.set()
+                for i, (ask, answer) in enumerate(zip(asks, answers)):
+                    assert ask.wait(timeout=10)
+                    shared.update(lambda m, i=i: m.put(str(i), key=str(i)))
+                    answer.set()
+                assert done.wait(timeout=10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert holding.wait(timeout=10)
+        with SQLiteStore(path, timeout=0.2) as store:
+            taken: list[bool] = []
+            lock = store.lock
+
+            @contextmanager
+            def recorded(name: str, waiting: Callable[[], object] | None = None) -> Iterator[bool]:
+                with lock(name, waiting) as held:
+                    taken.append(held)
+                    yield held
+
+            monkeypatch.setattr(store, "lock", recorded)
+            shared: Shared[str, str] = Shared(store, "notes", Memory(clock_fn=clock))
+            runs: list[list[str]] = []
+
+            def fn(m: Memory[str, str]) -> Memory[str, str]:
+                runs.append(sorted(m.keys()))
+                if len(runs) <= 2:  # the holder commits meanwhile
+                    asks[len(runs) - 1].set()
+                    assert answers[len(runs) - 1].wait(timeout=10)
+                return m.put("writer's", key="w")
+
+            assert sorted(shared.update(fn).keys()) == ["0", "1", "w"]
+    finally:
+        for event in (*asks, done):
+            event.set()
+        holder.join(timeout=10)
+    assert taken == [False, False]
+    assert runs == [[], ["0"], ["0", "1"]]

@@ -887,7 +887,7 @@ class Shared(Generic[K, V]):
                 # A lock that costs a round trip (a server's) is taken only then: alone, the
                 # commit goes in without it, unless another writer holds it.
                 lock, later = self._writer_lock()
-                costly = later is not None
+                costly, waited_again = later is not None, False
                 locked = not costly and held.enter_context(lock(self._name, self._moved_on))
                 unread = not locked and self._fresh and self._head_text is not None
                 if later is not None:
@@ -937,15 +937,15 @@ class Shared(Generic[K, V]):
                         held.close()
                         locked = self._contend(held, lock)
                         later = None
-                    elif not locked and lock is not _unlocked:
+                    elif not (locked or waited_again) and lock is not _unlocked:
                         # This writer gave up waiting for the lock (a slow holder, a long line)
                         # and lost a race run without it: back in line, rather than run fn again
-                        # against every commit of the writers taking turns under it.
+                        # against every commit of the writers taking turns under it.  Once, for
+                        # the lock's patience at most however the memory moves meanwhile: behind
+                        # a holder that is stuck, the commits are the other racers'.
+                        waited_again = True
                         held.close()
-                        if costly:
-                            locked = self._contend(held, lock)
-                        else:
-                            locked = held.enter_context(lock(self._name, self._moved_on))
+                        locked = self._contend(held, lock) if costly else held.enter_context(lock(self._name, None))
                     self._lost()
                 if outer is not None and isinstance(committed, Memory):
                     outer.commits += 1
