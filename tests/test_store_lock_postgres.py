@@ -131,41 +131,6 @@ def test_a_commit_sent_without_the_lock_yields_to_a_holder_but_one_outside_a_loc
             assert optimistic.version == 2
 
 
-def test_a_writer_that_gave_up_waiting_and_lost_the_race_waits_for_the_lock_again(
-    postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Without the lock a writer runs fn against every commit of the writers that take turns
-    # under it, and may lose each race: after a lost race it goes back in line instead.
-    with PostgresStore(postgres_dsn, timeout=0.3) as store, PostgresStore(postgres_dsn) as other:
-        shared: Shared[str, str] = Shared(store, "notes", Memory())
-        _another_writer_commits(other)
-        shared.current()  # found another writer's commit: its next write takes the lock
-        taken: list[bool] = []
-        lock = store.lock
-
-        @contextmanager
-        def recorded(name: str, waiting: Any = None, *, wait: bool = True, after: int | None = None) -> Iterator[bool]:
-            with lock(name, waiting, wait=wait, after=after) as held:
-                if wait:
-                    taken.append(held)
-                yield held
-
-        monkeypatch.setattr(store, "lock", recorded)
-        runs: list[list[str]] = []
-        with _held_by_another_session(postgres_dsn, "notes") as session:
-
-            def fn(m: Memory[str, str]) -> Memory[str, str]:
-                runs.append(sorted(m.keys()))
-                if len(runs) == 1:  # run without the lock: the holder lets go, another writer commits
-                    session.execute("SELECT pg_advisory_unlock(%s, %s)", (LOCK_CLASS, _key("notes")))
-                    Shared(other, "notes", Memory()).update(lambda m: m.put("p", key="p"))
-                return m.put("w", key="w")
-
-            assert sorted(shared.update(fn).keys()) == ["o", "p", "w"]
-        assert taken == [False, True]  # gave up after 0.3 s; after the lost race, in line again
-        assert runs == [["o"], ["o", "p"]]
-
-
 def test_the_lock_of_a_killed_session_is_free_at_once(postgres_dsn: str) -> None:
     import psycopg
 

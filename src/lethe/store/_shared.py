@@ -887,14 +887,13 @@ class Shared(Generic[K, V]):
                 # A lock that costs a round trip (a server's) is taken only then: alone, the
                 # commit goes in without it, unless another writer holds it.
                 lock, later = self._writer_lock()
-                costly, waited_again = later is not None, False
-                locked = not costly and held.enter_context(lock(self._name, self._moved_on))
+                locked = later is None and held.enter_context(lock(self._name, self._moved_on))
                 unread = not locked and self._fresh and self._head_text is not None
                 if later is not None:
                     if unread:
                         held.enter_context(later)
                     else:
-                        locked = self._contend(held, lock)
+                        self._contend(held, lock)
                         later = None
                 if not unread and not (locked and self._unchanged()):
                     self._catch_up()
@@ -935,17 +934,8 @@ class Shared(Generic[K, V]):
                             )
                     if later is not None:  # (a race lost alone: another writer is here)
                         held.close()
-                        locked = self._contend(held, lock)
+                        self._contend(held, lock)
                         later = None
-                    elif not (locked or waited_again) and lock is not _unlocked:
-                        # This writer gave up waiting for the lock (a slow holder, a long line)
-                        # and lost a race run without it: back in line, rather than run fn again
-                        # against every commit of the writers taking turns under it.  Once, for
-                        # the lock's patience at most however the memory moves meanwhile: behind
-                        # a holder that is stuck, the commits are the other racers'.
-                        waited_again = True
-                        held.close()
-                        locked = self._contend(held, lock) if costly else held.enter_context(lock(self._name, None))
                     self._lost()
                 if outer is not None and isinstance(committed, Memory):
                     outer.commits += 1
@@ -968,17 +958,16 @@ class Shared(Generic[K, V]):
             and self._call(known) == (self._version, self._head_text)
         )
 
-    def _contend(self, held: ExitStack, lock: Callable[..., AbstractContextManager[bool]]) -> bool:
+    def _contend(self, held: ExitStack, lock: Callable[..., AbstractContextManager[bool]]) -> None:
         """Take a writer lock that costs a round trip for the rest of this write (``held``): the
         memory has other writers.  So are the next writes, unless the lock says no other writer
         waited for it at this one's commit (its ``alone``) and the read under it found no one
         else's commit, or until a read outside a write (a ``current()``) finds none: then this
         one commits alone again, in one round trip.  (Finding nothing new under the lock does not
-        tell on its own: the others may be waiting for it.)  Whether it is held."""
+        tell on its own: the others may be waiting for it.)"""
         block = lock(self._name, self._moved_on)
-        got = held.enter_context(block)
+        held.enter_context(block)
         held.callback(self._contended, block)
-        return got
 
     def _contended(self, block: object) -> None:
         self._fresh = self._fresh and getattr(block, "alone", False) is True
