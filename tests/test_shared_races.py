@@ -176,6 +176,9 @@ def test_on_evict_may_write_to_its_own_memory(store: Store, clock: ManualClock) 
     assert "audit" in shared.current()
 
 
+# The test forks on purpose (what lethe does in a forked child); the suite's own threads
+# (servers' readers, other tests' pools) make Python 3.12+ warn about any fork.
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")
 def test_a_child_forked_from_inside_fn_writes(tmp_path: Path, clock: ManualClock) -> None:
     store = SQLiteStore(tmp_path / "store.db")

@@ -260,6 +260,9 @@ def test_a_closed_store_has_no_lock(postgres_dsn: str) -> None:
         store.lock("notes")
 
 
+# The test forks on purpose (what lethe does in a forked child); the suite's own threads
+# (servers' readers, other tests' pools) make Python 3.12+ warn about any fork.
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_child_forked_inside_fn_leaves_the_parents_lock_alone(postgres_dsn: str) -> None:
     with PostgresStore(postgres_dsn) as store, PostgresStore(postgres_dsn, timeout=0.5) as other:
