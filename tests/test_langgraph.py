@@ -275,6 +275,7 @@ class Short(CharacterEmbeddings):
         ({"decay_weight": float("nan"), "memory": Memory()}, ValueError, "decay_weight"),
         ({"decay_weight": 1.0}, ValueError, "needs a memory template"),
         ({"ttl": {"default_ttl": 0}}, ValueError, "default_ttl"),
+        ({"ttl": {"default_ttl": 1e12}}, ValueError, "default_ttl"),  # longer than datetime's range
         ({"index": {"dims": 0, "embed": EMBED}}, ValueError, "dims"),
         ({"store": object()}, TypeError, "store"),
     ],
@@ -294,8 +295,14 @@ def test_bad_operations_name_what_is_wrong_and_write_nothing() -> None:
         store.search(("n",), filter={"a": {"$like": 1}})
     with pytest.raises(TypeError, match="value must be a dict"):
         store.batch([PutOp(("n",), "k", ["not", "a", "dict"])])  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="ttl"):
-        store.put(("n",), "k", {"text": "x"}, ttl=-5)
+    for ttl in (-5, 1e13, float("inf")):  # (1e13 minutes: no timedelta holds it)
+        with pytest.raises(ValueError, match="ttl"):
+            store.put(("n",), "k", {"text": "x"}, ttl=ttl)
+    with pytest.raises(ValueError, match="ttl"):  # a deadline past datetime.max from now
+        store.put(("n",), "k", {"text": "x"}, ttl=5e9)
+    with pytest.raises(InvalidNamespaceError, match="langgraph"):  # as put refuses it
+        store.update(("langgraph", "n"), "k", lambda v: {"text": "x"})
+    assert store.list_namespaces() == [("n",)]  # nothing was made for it
     with pytest.raises(InvalidNamespaceError):
         store.put(("n", "a.b"), "k", {"text": "x"})
     with pytest.raises(InvalidNamespaceError):

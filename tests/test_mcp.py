@@ -455,3 +455,21 @@ def test_the_core_and_the_command_line_import_no_mcp(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     assert "pip install 'lethe-decay[mcp]'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql+psycopg://app:s3cret@db.example:5432/agents",  # SQLAlchemy's spelling
+        "sqlite:///agents/m.db",
+        "REDIS://:s3cret@cache:6379/0",
+    ],
+)
+def test_a_url_of_another_scheme_is_refused_not_taken_for_a_path(
+    url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    err = refused(capsys, "--db", url)
+    assert "not a store URL (one starts with redis://, rediss://, unix://, postgresql://, postgres://)" in err
+    assert "s3cret" not in err
+    assert list(tmp_path.iterdir()) == []  # no directories named after the URL

@@ -92,6 +92,15 @@ def server_of(path: str) -> str | None:
     return next((server for scheme, server in STORE_SCHEMES.items() if path.startswith(scheme)), None)
 
 
+def looks_like_url(path: str) -> bool:
+    """Whether ``path`` starts as a URL does (``scheme://``), a store's or not.
+
+    >>> looks_like_url("postgresql+psycopg://db/agents"), looks_like_url("agent-memory.db")
+    (True, False)
+    """
+    return _URL.match(path) is not None
+
+
 def _query_pair(match: re.Match[str]) -> str:
     """A ``key=value`` pair of a URL's query, its value hidden if the key names a password."""
     return f"{match[1]}{match[2]}=***" if "password" in unquote(match[2]).lower() else match[0]
@@ -160,7 +169,7 @@ def is_store(path: str) -> bool:
         with open(path, "rb") as fh:
             return fh.read(len(SQLITE_HEADER)) == SQLITE_HEADER
     except FileNotFoundError:
-        if _URL.match(path):
+        if looks_like_url(path):
             schemes = ", ".join(STORE_SCHEMES)
             raise CLIError(f"{shown(path)}: no such file, and not a store URL (one starts with {schemes})") from None
         raise CLIError(f"{path}: no such file") from None

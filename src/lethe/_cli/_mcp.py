@@ -19,7 +19,7 @@ from typing import Any
 
 from lethe import Memory
 from lethe._cli._format import CLIError, parse_duration
-from lethe._cli._inspect import scrubbed, server_of, shown
+from lethe._cli._inspect import STORE_SCHEMES, looks_like_url, scrubbed, server_of, shown
 from lethe._cli._models import build_model
 from lethe.decay import BUILTINS
 from lethe.store import Shared, SQLiteStore, Store, StoreClock, StoreError
@@ -59,10 +59,15 @@ def open_store(db: str) -> Store:
     at that path (``~`` expanded, its directory created), which must be writable.
 
     Raises:
-        CLIError: the file is not a lethe store (or a newer one's), cannot be written, or the
-            server's client library is not installed.
+        CLIError: the file is not a lethe store (or a newer one's), cannot be written, the
+            server's client library is not installed, or ``db`` is a URL of another scheme
+            (taken for a path, it would make directories named after the URL, and serve an
+            empty memory instead of the store it names).
     """
     server = server_of(db)
+    if server is None and looks_like_url(db):
+        schemes = ", ".join(STORE_SCHEMES)
+        raise CLIError(f"--db {shown(db)}: not a store URL (one starts with {schemes}) and not a file path")
     try:
         if server == "redis":
             from lethe.store import RedisStore

@@ -210,10 +210,15 @@ def _checked_condition(key: str, wanted: Any) -> None:
             _checked_condition(key, inner)
 
 
+#: The longest ttl, in minutes, any deadline can have: all of ``datetime``'s range (about 10,000
+#: years).  One longer is no deadline from any clock reading (nor a ``timedelta``).
+_LONGEST_MINUTES = (datetime.max - datetime.min) / timedelta(minutes=1)
+
+
 def _minutes(ttl: Any) -> bool:
-    """Whether ``ttl`` is a number of minutes a deadline can be: finite and > 0."""
+    """Whether ``ttl`` is a number of minutes a deadline can be: > 0 and within ``datetime``'s range."""
     number = _number(ttl)
-    return number is not None and number > 0 and math.isfinite(number)
+    return number is not None and 0 < number <= _LONGEST_MINUTES
 
 
 def _iso(moment: datetime) -> str:
@@ -369,7 +374,10 @@ class LetheStore(BaseStore):
             raise ValueError(f"decay_weight must be a finite number >= 0, got {decay_weight!r}")
         default_ttl = (ttl or {}).get("default_ttl")
         if default_ttl is not None and not _minutes(default_ttl):
-            raise ValueError(f"ttl['default_ttl'] must be None or a number of minutes > 0, got {default_ttl!r}")
+            raise ValueError(
+                f"ttl['default_ttl'] must be None or a number of minutes > 0 (at most {_LONGEST_MINUTES:.4g}), "
+                f"got {default_ttl!r}"
+            )
         self._engine: Store = InMemoryStore() if store is None else store
         self._owns_engine = store is None
         self._template: Memory[str, _Value] = Memory(max_entries=sys.maxsize) if memory is None else memory
@@ -458,7 +466,9 @@ class LetheStore(BaseStore):
                 if op.value is not None and not isinstance(op.value, Mapping):
                     raise TypeError(f"value must be a dict (a JSON object), got {type(op.value).__name__}")
                 if op.ttl is not None and not _minutes(op.ttl):
-                    raise ValueError(f"ttl must be None or a number of minutes > 0, got {op.ttl!r}")
+                    raise ValueError(
+                        f"ttl must be None or a number of minutes > 0 (at most {_LONGEST_MINUTES:.4g}), got {op.ttl!r}"
+                    )
                 # Checked here, before any namespace commits: a batch that fails writes nothing.
                 value = None if op.value is None else _json_value(op.value)
                 writes.pop((op.namespace, op.key), None)  # the last put of a key wins, in its place
@@ -678,10 +688,12 @@ class LetheStore(BaseStore):
 
         Whatever ``fn`` or the embedder raises reaches the caller, and nothing is written.
         """
+        namespace = tuple(namespace)
+        if namespace and namespace[0] == "langgraph":  # (as BaseStore.put refuses it, before anything is made)
+            raise InvalidNamespaceError(f'Root label for namespace cannot be "langgraph". Got: {namespace}')
         if isinstance(ttl, NotProvided):
             ttl = (self.ttl_config or {}).get("default_ttl")
         shared = self.shared(namespace)
-        namespace = tuple(namespace)
         embedded: dict[str, Vector | None] = {}  # a text is embedded once, however often fn runs
 
         def write(mem: Memory[str, _Value]) -> tuple[Memory[str, _Value], Entry[str, _Value] | None]:
