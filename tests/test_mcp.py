@@ -473,3 +473,20 @@ def test_a_url_of_another_scheme_is_refused_not_taken_for_a_path(
     assert "not a store URL (one starts with redis://, rediss://, unix://, postgresql://, postgres://)" in err
     assert "s3cret" not in err
     assert list(tmp_path.iterdir()) == []  # no directories named after the URL
+
+
+def test_a_generated_key_is_never_the_spelling_of_a_key_given_as_text() -> None:
+    # "1" given for a ticket, then memories without a key: none is made under 1, which "1" would
+    # also name, so a second forget("1") (a retry) removes nothing else.
+    shared: Shared[Any, str] = Shared(InMemoryStore(), "notes", Memory(max_entries=100))
+
+    async def main() -> None:
+        async with Client(server(shared)) as client:
+            await call(client, "remember", text="Ticket 1 is about login", key="1")
+            made = [(await call(client, "remember", text=f"fact {i}"))["key"] for i in range(3)]
+            assert made == [0, 2, 3]
+            assert (await call(client, "forget", key="1"))["text"] == "Ticket 1 is about login"
+            assert "no memory has the key" in await error(client, "forget", key="1")
+
+    run(main)
+    assert sorted(shared.current().keys()) == [0, 2, 3]

@@ -319,9 +319,16 @@ def server(shared: Shared[Any, Any], *, name: str = "lethe", instructions: str |
             held = None if key is None else _held(mem, key)
             target = held if held is not None else key
             new = mem.put(text, key=target, importance=importance, pinned=pinned, ttl=ttl)
+            evicted = list(new.evicted)
             made = snapshot_of(new).next_key - 1 if target is None else target
-            evicted = [_gone(e) for e in new.evicted]
-            return new, Remembered(key=_key_out(made), replaced=held is not None, evicted=evicted)
+            while target is None and str(made) in new:
+                # The generated key's spelling as text is another memory's key ("7" was given for a
+                # ticket): the model could not tell the two apart, and a second forget("7") would
+                # remove the other one.  The next key instead.
+                new = new.delete(made).put(text, importance=importance, pinned=pinned, ttl=ttl)
+                evicted += new.evicted
+                made = snapshot_of(new).next_key - 1
+            return new, Remembered(key=_key_out(made), replaced=held is not None, evicted=[_gone(e) for e in evicted])
 
         return _checked(lambda: shared.transact(put))
 
