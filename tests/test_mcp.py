@@ -490,3 +490,11 @@ def test_a_generated_key_is_never_the_spelling_of_a_key_given_as_text() -> None:
 
     run(main)
     assert sorted(shared.current().keys()) == [0, 2, 3]
+
+
+def test_timeout_is_for_a_store_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert "--timeout" in refused(capsys, "--db", str(tmp_path / "m.db"), "--timeout", "5s")  # a file: no server
+    assert "--timeout" in refused(capsys, "--db", "redis://127.0.0.1:1/0", "--timeout", "soon")
+    assert not (tmp_path / "m.db").exists()
+    # Nothing listens on port 1: refused once the timeout has passed, not the store's default 30 s.
+    assert "--db" in refused(capsys, "--db", "redis://127.0.0.1:1/0", "--timeout", "1s")

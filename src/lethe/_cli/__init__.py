@@ -146,6 +146,11 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--transport", choices=_mcp.TRANSPORTS, default="stdio", help="how clients connect (default stdio)")
     m.add_argument("--host", default="127.0.0.1", help="the address to serve HTTP on (default 127.0.0.1)")
     m.add_argument("--port", type=int, default=8000, help="the port to serve HTTP on (default 8000)")
+    m.add_argument(
+        "--timeout",
+        metavar="DURATION",
+        help="how long to keep trying to reach a store server, e.g. 5s (default: the store's, 30s)",
+    )
     return parser
 
 
@@ -213,6 +218,7 @@ def _run(args: argparse.Namespace) -> int:
                     transport=args.transport,
                     host=args.host,
                     port=args.port,
+                    timeout=args.timeout,
                 )
             )
     except CLIError as exc:

@@ -52,11 +52,14 @@ class Options:
     transport: str = "stdio"
     host: str = "127.0.0.1"
     port: int = 8000
+    #: How long a store server may take to answer (a duration, ``30s``); None: the store's default.
+    timeout: str | None = None
 
 
-def open_store(db: str) -> Store:
-    """The store ``db`` names: a Redis or PostgreSQL store for their URLs, else the SQLite file
-    at that path (``~`` expanded, its directory created), which must be writable.
+def open_store(db: str, timeout: float | None = None) -> Store:
+    """The store ``db`` names: a Redis or PostgreSQL store for their URLs (``timeout``: how
+    long to keep trying to reach the server, the store's default when None), else the SQLite
+    file at that path (``~`` expanded, its directory created), which must be writable.
 
     Raises:
         CLIError: the file is not a lethe store (or a newer one's), cannot be written, the
@@ -72,11 +75,11 @@ def open_store(db: str) -> Store:
         if server == "redis":
             from lethe.store import RedisStore
 
-            return RedisStore(db)
+            return RedisStore(db) if timeout is None else RedisStore(db, timeout=timeout)
         if server == "postgres":
             from lethe.store import PostgresStore
 
-            return PostgresStore(db)
+            return PostgresStore(db) if timeout is None else PostgresStore(db, timeout=timeout)
         path = os.path.expanduser(db)
         if os.path.dirname(path):
             os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -149,6 +152,12 @@ def check(options: Options) -> None:
         raise CLIError(f"--transport: expected one of {', '.join(TRANSPORTS)}, got {options.transport!r}")
     if not 0 <= options.port <= 65535:
         raise CLIError(f"--port: expected a port number from 0 to 65535, got {options.port}")
+    if options.timeout is not None:
+        parse_duration(options.timeout, "--timeout")
+        if server_of(options.db) is None:
+            raise CLIError(
+                f"--timeout: {shown(options.db)} is not a store URL (--timeout is how long to try to reach a server)"
+            )
 
 
 def template(store: Store, where: str, options: Options) -> Memory[Any, Any]:
@@ -188,7 +197,7 @@ def serve(options: Options) -> int:
         raise CLIError(f"needs the MCP SDK ({exc}): pip install 'lethe-decay[mcp]'") from None
     check(options)
     where = shown(options.db)
-    store = open_store(options.db)
+    store = open_store(options.db, None if options.timeout is None else parse_duration(options.timeout, "--timeout"))
     try:
         try:
             shared: Shared[Any, Any] = Shared(store, options.name, template(store, where, options))
