@@ -498,3 +498,12 @@ def test_timeout_is_for_a_store_server(tmp_path: Path, capsys: pytest.CaptureFix
     assert not (tmp_path / "m.db").exists()
     # Nothing listens on port 1: refused once the timeout has passed, not the store's default 30 s.
     assert "--db" in refused(capsys, "--db", "redis://127.0.0.1:1/0", "--timeout", "1s")
+
+
+def test_a_port_in_use_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        err = refused(capsys, "--db", str(tmp_path / "m.db"), "--transport", "streamable-http", "--port", str(port))
+    assert err.startswith(f"lethe mcp: error: --port: cannot listen on 127.0.0.1:{port}")

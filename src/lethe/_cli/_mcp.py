@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sqlite3
 from dataclasses import dataclass
 from typing import Any
@@ -160,6 +161,26 @@ def check(options: Options) -> None:
             )
 
 
+def _can_listen(host: str, port: int) -> None:
+    """CLIError in one line unless a socket can listen on ``host`` and ``port`` (tried, then
+    closed: the HTTP server logs such a failure in many lines and exits with status 3).
+
+    Raises:
+        CLIError: the host does not resolve, or the port is in use or not allowed.
+    """
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except (OSError, UnicodeError) as exc:
+        raise CLIError(f"--host: cannot listen on {host!r}: {exc}") from None
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # (as the server sets it)
+        try:
+            probe.bind(address)
+            probe.listen()
+        except OSError as exc:
+            raise CLIError(f"--port: cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
 def template(store: Store, where: str, options: Options) -> Memory[Any, Any]:
     """The template to open ``options.name`` with: its stored configuration when the store holds
     it (the flags, when given, must agree with it), else one made from the flags and defaults;
@@ -208,6 +229,7 @@ def serve(options: Options) -> int:
             if options.transport == "stdio":
                 app.run("stdio")
             else:
+                _can_listen(options.host, options.port)
                 app.run("streamable-http", host=options.host, port=options.port)
         except KeyboardInterrupt:
             pass
