@@ -8,6 +8,7 @@ in this process (``lethe.integrations.mcp.server``) on a manual clock, for decay
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -507,3 +508,20 @@ def test_a_port_in_use_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture
         port = taken.getsockname()[1]
         err = refused(capsys, "--db", str(tmp_path / "m.db"), "--transport", "streamable-http", "--port", str(port))
     assert err.startswith(f"lethe mcp: error: --port: cannot listen on 127.0.0.1:{port}")
+
+
+def test_no_hits_is_an_empty_list_in_text_too() -> None:
+    # A client that reads only text tells "no hits" from no answer.
+    shared: Shared[Any, str] = Shared(InMemoryStore(), "notes", Memory(max_entries=100))
+
+    async def main() -> None:
+        async with Client(server(shared)) as client:
+            for tool, arguments in (("search", {"query": "tea"}), ("recall", {"query": "tea"}), ("top", {})):
+                result = await client.call_tool(tool, arguments)
+                assert [(c.type, getattr(c, "text", None)) for c in result.content] == [("text", "[]")]
+                assert result.structured_content == {"result": []}
+            await call(client, "remember", text="Ada likes green tea")
+            found = await client.call_tool("search", {"query": "tea"})
+            assert [json.loads(getattr(c, "text", ""))["key"] for c in found.content] == [0]  # a block per hit
+
+    run(main)

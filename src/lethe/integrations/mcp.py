@@ -24,7 +24,7 @@ from typing import Annotated, Any, TypeVar
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
+from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -230,6 +230,10 @@ def _said(tool: str, invalid: ValidationError) -> str:
     return f"{tool}: " + "; ".join(parts)
 
 
+#: The structured result of a tool that found no hits (the SDK wraps a list so).
+_NO_HITS: dict[str, Any] = {"result": []}
+
+
 class _Server(MCPServer):
     """``MCPServer`` whose tool errors for bad arguments are one plain line per argument."""
 
@@ -237,11 +241,16 @@ class _Server(MCPServer):
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
         try:
-            return await super().call_tool(name, arguments, context)
+            result = await super().call_tool(name, arguments, context)
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
                 raise ToolError(_said(name, exc.__cause__)) from exc.__cause__
             raise
+        if isinstance(result, CallToolResult) and not result.content and result.structured_content == _NO_HITS:
+            # The SDK gives each hit a text block of its own, so no hits would be no text at all:
+            # a client that reads only text could not tell an answer from none.
+            return result.model_copy(update={"content": [TextContent(type="text", text="[]")]})
+        return result
 
 
 def server(shared: Shared[Any, Any], *, name: str = "lethe", instructions: str | None = INSTRUCTIONS) -> MCPServer:
