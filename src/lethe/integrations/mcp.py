@@ -235,7 +235,8 @@ _NO_HITS: dict[str, Any] = {"result": []}
 
 
 class _Server(MCPServer):
-    """``MCPServer`` whose tool errors for bad arguments are one plain line per argument."""
+    """``MCPServer`` whose tool errors for bad arguments are one plain line per argument, and
+    whose answer of no hits is the text ``[]`` too."""
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
