@@ -101,6 +101,25 @@ def looks_like_url(path: str) -> bool:
     return _URL.match(path) is not None
 
 
+def not_a_store_url() -> str:
+    """The words that refuse a URL of another scheme than a store's, naming the schemes a store URL has.
+
+    >>> not_a_store_url()
+    'not a store URL (one starts with redis://, rediss://, unix://, postgresql://, postgres://)'
+    """
+    return f"not a store URL (one starts with {', '.join(STORE_SCHEMES)})"
+
+
+def timeout_needs_a_server(path: str) -> None:
+    """Raise CLIError unless ``path`` is a store URL: ``--timeout`` is how long to try to reach a server.
+
+    Raises:
+        CLIError: ``path`` is a file path (or a URL of another scheme), which has no server to reach.
+    """
+    if server_of(path) is None:
+        raise CLIError(f"--timeout: {shown(path)} is not a store URL (--timeout is how long to try to reach a server)")
+
+
 def _query_pair(match: re.Match[str]) -> str:
     """A ``key=value`` pair of a URL's query, its value hidden if the key names a password."""
     return f"{match[1]}{match[2]}=***" if "password" in unquote(match[2]).lower() else match[0]
@@ -170,8 +189,7 @@ def is_store(path: str) -> bool:
             return fh.read(len(SQLITE_HEADER)) == SQLITE_HEADER
     except FileNotFoundError:
         if looks_like_url(path):
-            schemes = ", ".join(STORE_SCHEMES)
-            raise CLIError(f"{shown(path)}: no such file, and not a store URL (one starts with {schemes})") from None
+            raise CLIError(f"{shown(path)}: no such file, and {not_a_store_url()}") from None
         raise CLIError(f"{path}: no such file") from None
     except OSError as exc:
         raise CLIError(f"{path}: cannot read: {exc}") from None
@@ -467,8 +485,8 @@ def load(
     where = shown(path)
     if prefix is not None and server != "redis":
         raise CLIError(f"--prefix: {where} is not a Redis URL (--prefix is the key prefix of a Redis store)")
-    if timeout is not None and server is None:
-        raise CLIError(f"--timeout: {where} is not a store URL (--timeout is how long to try to reach a server)")
+    if timeout is not None:
+        timeout_needs_a_server(path)
     version: int | None = None
     if server is not None:
         data, name, version = read_store(path, name, clock, prefix, DEFAULT_TIMEOUT if timeout is None else timeout)

@@ -20,7 +20,7 @@ from typing import Any
 
 from lethe import Memory
 from lethe._cli._format import CLIError, parse_duration
-from lethe._cli._inspect import STORE_SCHEMES, looks_like_url, scrubbed, server_of, shown
+from lethe._cli._inspect import looks_like_url, not_a_store_url, scrubbed, server_of, shown, timeout_needs_a_server
 from lethe._cli._models import build_model
 from lethe.decay import BUILTINS
 from lethe.store import Shared, SQLiteStore, Store, StoreClock, StoreError
@@ -70,8 +70,7 @@ def open_store(db: str, timeout: float | None = None) -> Store:
     """
     server = server_of(db)
     if server is None and looks_like_url(db):
-        schemes = ", ".join(STORE_SCHEMES)
-        raise CLIError(f"--db {shown(db)}: not a store URL (one starts with {schemes}) and not a file path")
+        raise CLIError(f"--db {shown(db)}: {not_a_store_url()} and not a file path")
     try:
         if server == "redis":
             from lethe.store import RedisStore
@@ -141,8 +140,9 @@ def _differs(stored: Memory[Any, Any], where: str, name: str, options: Options) 
         )
 
 
-def check(options: Options) -> None:
-    """Raise CLIError naming the first bad flag of ``options``, before anything is opened."""
+def check(options: Options) -> float | None:
+    """Raise CLIError naming the first bad flag of ``options``, before anything is opened; else
+    return ``--timeout`` in seconds (None when not given)."""
     if options.capacity is not None and options.capacity < 1:
         raise CLIError(f"--capacity: must be a positive number of entries, got {options.capacity}")
     if options.model is not None and options.model not in BUILTINS:
@@ -153,12 +153,11 @@ def check(options: Options) -> None:
         raise CLIError(f"--transport: expected one of {', '.join(TRANSPORTS)}, got {options.transport!r}")
     if not 0 <= options.port <= 65535:
         raise CLIError(f"--port: expected a port number from 0 to 65535, got {options.port}")
-    if options.timeout is not None:
-        parse_duration(options.timeout, "--timeout")
-        if server_of(options.db) is None:
-            raise CLIError(
-                f"--timeout: {shown(options.db)} is not a store URL (--timeout is how long to try to reach a server)"
-            )
+    if options.timeout is None:
+        return None
+    seconds = parse_duration(options.timeout, "--timeout")
+    timeout_needs_a_server(options.db)
+    return seconds
 
 
 def _can_listen(host: str, port: int) -> None:
@@ -216,9 +215,9 @@ def serve(options: Options) -> int:
         if (exc.name or "").partition(".")[0] not in ("mcp", "mcp_types", "pydantic"):
             raise
         raise CLIError(f"needs the MCP SDK ({exc}): pip install 'lethe-decay[mcp]'") from None
-    check(options)
+    timeout = check(options)
     where = shown(options.db)
-    store = open_store(options.db, None if options.timeout is None else parse_duration(options.timeout, "--timeout"))
+    store = open_store(options.db, timeout)
     try:
         try:
             shared: Shared[Any, Any] = Shared(store, options.name, template(store, where, options))
