@@ -309,6 +309,122 @@ def raw_writer(engine: Engine, text: str) -> tuple[Callable[[int], int], Callabl
 # -- 2: several writer processes -----------------------------------------------------
 
 
+#: The floor's tables: a head row each commit reads under the engine's lock and counts up (the
+#: memory's version), and a row each commit writes its text to (one per writer).
+_FLOOR_HEAD = "CREATE TABLE IF NOT EXISTS floor_head (k INTEGER PRIMARY KEY, n INTEGER NOT NULL)"
+_FLOOR_ROWS = "CREATE TABLE IF NOT EXISTS floor_rows (k INTEGER PRIMARY KEY, v TEXT NOT NULL)"
+
+
+def _floor_tables(engine: Engine, name: str) -> Any:
+    """A connection to the floor's tables of trial ``name`` on ``engine`` (SQLite: a file of its
+    own beside the store's, set as the store sets its own; PostgreSQL: tables of the store's
+    database), the head row at 0."""
+    target = engine.open.args[0]  # type: ignore[attr-defined]
+    if engine.label.startswith("sqlite"):
+        conn: Any = sqlite3.connect(f"{target}-{name}", isolation_level=None, timeout=60)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={'FULL' if engine.info.get('durable') else 'NORMAL'}")
+        head, rows = "floor_head", "floor_rows"
+    else:
+        import psycopg
+
+        conn = psycopg.connect(target, autocommit=True)
+        head, rows = f"floor_head_{name}".replace("-", "_"), f"floor_rows_{name}".replace("-", "_")
+    conn.execute(_FLOOR_HEAD.replace("floor_head", head))
+    conn.execute(_FLOOR_ROWS.replace("floor_rows", rows))
+    conn.execute(f"DELETE FROM {head}")
+    conn.execute(f"INSERT INTO {head} (k, n) VALUES (0, 0)")
+    return conn
+
+
+def _floor_writer(engine: Engine, name: str, w: int, count: int, text: str, barrier: Any, results: Any) -> None:
+    """One raw writer process: ``count`` commits of ``text``, each a transaction that takes the
+    engine's own lock on the head, reads it, writes the text as its row and counts the head up:
+    SQLite ``BEGIN IMMEDIATE`` (waiting on its busy handler), PostgreSQL ``SELECT ... FOR
+    UPDATE`` of the head row, in two round trips as a locked lethe commit on PostgreSQL takes."""
+    target = engine.open.args[0]  # type: ignore[attr-defined]
+    texts = [text, text[:-1] + ("x" if text[-1:] != "x" else "y")]
+    upsert = "INSERT INTO {rows} (k, v) VALUES ({w}, {p}) ON CONFLICT (k) DO UPDATE SET v = excluded.v"
+    if engine.label.startswith("sqlite"):
+        conn: Any = sqlite3.connect(f"{target}-{name}", isolation_level=None, timeout=60)
+        conn.execute(f"PRAGMA synchronous={'FULL' if engine.info.get('durable') else 'NORMAL'}")
+        write = upsert.format(rows="floor_rows", w=w + 1, p="?")
+
+        def commit(t: str) -> None:
+            conn.execute("BEGIN IMMEDIATE")
+            (n,) = conn.execute("SELECT n FROM floor_head WHERE k = 0").fetchone()
+            conn.execute(write, (t,))
+            conn.execute("UPDATE floor_head SET n = ? WHERE k = 0", (n + 1,))
+            conn.execute("COMMIT")
+
+    else:
+        import psycopg
+
+        conn = psycopg.connect(target, autocommit=True)
+        head, rows = f"floor_head_{name}".replace("-", "_"), f"floor_rows_{name}".replace("-", "_")
+        write = upsert.format(rows=rows, w=w + 1, p="%s")
+        lock = f"BEGIN; SELECT n FROM {head} WHERE k = 0 FOR UPDATE"  # one round trip (simple query)
+        bump = f"UPDATE {head} SET n = %s WHERE k = 0"
+
+        def commit(t: str) -> None:
+            cur = conn.execute(lock)
+            cur.nextset()  # (the BEGIN's result, then the SELECT's)
+            (n,) = cur.fetchone()
+            with conn.pipeline():  # the second round trip: the row, the head, COMMIT
+                conn.execute(write, (t,))
+                conn.execute(bump, (n + 1,))
+                conn.execute("COMMIT")
+
+    try:
+        barrier.wait(timeout=300)
+        t0 = time.perf_counter()
+        for i in range(count):
+            commit(texts[i & 1])
+        elapsed = time.perf_counter() - t0
+    finally:
+        conn.close()
+    results.put({"writer": w, "elapsed_s": elapsed, "commits": count, "attempts": count})
+
+
+def floor_processes(engine: Engine, name: str, writers: int, count: int, text: str) -> dict[str, Any]:
+    """``writers`` raw writer processes (:func:`_floor_writer`) on ``engine``, reported as
+    :func:`store.writer_processes` reports lethe's (the head's final count is the version)."""
+    conn = _floor_tables(engine, name)
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(writers + 1)
+    results = ctx.Queue()
+    procs = [
+        ctx.Process(target=_floor_writer, args=(engine, name, w, count, text, barrier, results)) for w in range(writers)
+    ]
+    try:
+        for p in procs:
+            p.start()
+        barrier.wait(timeout=300)
+        t0 = time.perf_counter()
+        reports = [results.get(timeout=600) for _ in procs]
+        wall = time.perf_counter() - t0
+        for p in procs:
+            p.join(60)
+        failed = [p.exitcode for p in procs if p.exitcode != 0]
+        if failed:
+            raise RuntimeError(f"floor writer processes failed: exit codes {failed}")
+        head = "floor_head" if engine.label.startswith("sqlite") else f"floor_head_{name}".replace("-", "_")
+        (version,) = conn.execute(f"SELECT n FROM {head} WHERE k = 0").fetchone()
+    finally:
+        conn.close()
+    total = writers * count
+    return {
+        "wall_s": wall,
+        "commits": total,
+        "commits_per_s": total / wall,
+        "per_writer_commits_per_s": [r["commits"] / r["elapsed_s"] for r in reports],
+        "attempts_per_commit": 1.0,
+        "final_version": version,
+        "kept": None,
+        "version_ok": version == total,
+    }
+
+
 def run_writers(
     engines: dict[str, Engine],
     size: int,
@@ -318,21 +434,26 @@ def run_writers(
     progress: Callable[[str], None],
 ) -> dict[str, Any]:
     """Each round: every engine, every writer count, each trial on a memory of its own.  An
-    engine with writer locks (SQLite, PostgreSQL) runs with them (its writers' default) and
-    without (``locking=False``, labelled optimistic), interleaved."""
+    engine with writer locks (SQLite, PostgreSQL) runs with them (its writers' default),
+    without (``locking=False``, labelled optimistic), and as its floor (labelled raw: the
+    bytes of one commit written under the engine's own lock, :func:`floor_processes`),
+    interleaved."""
     clock = fake_clock()
     base = build_memory(size, sb.DECAY, clock, size, keys_for(size))
-    variants = [(label, True) for label in engines]
-    variants += [(label, False) for label in engines if label in LOCKING]
+    variants = [(label, "locked") for label in engines]
+    variants += [(label, mode) for mode in ("optimistic", "raw") for label in engines if label in LOCKING]
+    texts = {label: commit_text(engines[label], "writers-floor-probe", base) for label in engines if label in LOCKING}
     trials: dict[str, dict[int, list[Any]]] = {writers_label(*v): {w: [] for w in writer_counts} for v in variants}
     for r in range(rounds):
-        for label, locking in rotated(variants, r):
+        for label, mode in rotated(variants, r):
             for w in rotated(list(writer_counts), r):
-                name = f"writers-{w}-{r}-{'locked' if locking else 'optimistic'}"
-                create(engines[label], name, base)
-                trials[writers_label(label, locking)][w].append(
-                    sb.writer_processes(engines[label].open, name, size, w, count, clock.now, locking)
-                )
+                name = f"writers-{w}-{r}-{mode}"
+                if mode == "raw":
+                    trial = floor_processes(engines[label], name, w, count, texts[label])
+                else:
+                    create(engines[label], name, base)
+                    trial = sb.writer_processes(engines[label].open, name, size, w, count, clock.now, mode == "locked")
+                trials[writers_label(label, mode)][w].append(trial)
         progress(f"writers: round {r + 1}/{rounds} done")
     return {label: sb.writers_summary(by_count, size, count) for label, by_count in trials.items()}
 
@@ -341,9 +462,10 @@ def run_writers(
 LOCKING = ("sqlite", "sqlite-durable", "postgres")
 
 
-def writers_label(label: str, locking: bool) -> str:
-    """A row of the writers table: the engine, and ", optimistic" for writers without the lock."""
-    return label if locking else f"{label}, optimistic"
+def writers_label(label: str, mode: str) -> str:
+    """A row of the writers table: the engine, and ", optimistic" for writers without the lock,
+    ", raw" for the engine's floor."""
+    return label if mode == "locked" else f"{label}, {mode}"
 
 
 # -- 3: catch-up latency -----------------------------------------------------------------
@@ -797,9 +919,15 @@ def writers_table(w: dict[str, Any]) -> str:
         cells = [spread(by[k]["commits_per_s"], sb.fmt_rate) for k in counts]
         attempts = " / ".join(f"{by[k]['attempts_per_commit']['median']:.2f}" for k in counts)
         ok = all(by[k]["version_ok"] for k in counts)
-        rows.append([label, *cells, attempts, "ok" if ok else "LOST"])
+        scaling = (
+            "-"
+            if "1" not in by
+            else f"{by[counts[-1]]['commits_per_s']['median'] / by['1']['commits_per_s']['median']:.2f}x"
+        )
+        rows.append([label, *cells, scaling, attempts, "ok" if ok else "LOST"])
     headers = [f"{k} writer{'s' if k != '1' else ''}: commits/s" for k in counts]
-    return table(["engine", *headers, "attempts per commit", "final version = commits"], rows)
+    most = f"{counts[-1] if counts else '?'} / 1 writer"
+    return table(["engine", *headers, most, "attempts per commit", "final version = commits"], rows)
 
 
 def catchup_table(c: dict[str, Any]) -> str:

@@ -88,10 +88,23 @@ def test_commit_section(result: dict, engine: str) -> None:
 
 
 def test_writers_section_loses_nothing(result: dict, engine: str, bench: ModuleType) -> None:
-    rows = [engine, f"{engine}, optimistic"] if engine in bench.LOCKING else [engine]
+    rows = [engine, f"{engine}, optimistic", f"{engine}, raw"] if engine in bench.LOCKING else [engine]
     assert f"{engine}, optimistic" in result["writers"] or engine not in bench.LOCKING
     for label in rows:
         _writers_lose_nothing(result["writers"][label])
+
+
+def test_the_writers_floor_is_the_engines_own_lock(result: dict, engine: str, bench: ModuleType) -> None:
+    """The raw rows (an engine with a writer lock): one transaction per commit under the engine's
+    own lock, counted on the head row, so their final version is every commit too."""
+    if engine not in bench.LOCKING:
+        assert f"{engine}, raw" not in result["writers"]
+        return
+    floor = result["writers"][f"{engine}, raw"]["by_writers"]
+    for k, row in floor.items():
+        assert row["final_versions"] == [int(k) * 5]
+        assert row["attempts_per_commit"]["median"] == 1.0
+    assert "/ 1 writer" in bench.report(result)
 
 
 def _writers_lose_nothing(w: dict) -> None:
