@@ -525,3 +525,25 @@ def test_no_hits_is_an_empty_list_in_text_too() -> None:
             assert [json.loads(getattr(c, "text", ""))["key"] for c in found.content] == [0]  # a block per hit
 
     run(main)
+
+
+def test_tool_descriptions_are_plain_paragraphs() -> None:
+    # A model reads the description as it is sent: no source indentation, no line broken mid-sentence.
+    shared: Shared[Any, str] = Shared(InMemoryStore(), "notes", Memory(max_entries=100))
+
+    async def main() -> None:
+        async with Client(server(shared)) as client:
+            tools = (await client.list_tools()).tools
+            assert {tool.name for tool in tools} == TOOLS
+            for tool in tools:
+                description = tool.description or ""
+                paragraphs = description.split("\n\n")
+                assert all(p and "\n" not in p and p == " ".join(p.split()) for p in paragraphs), description
+            remember = next(tool for tool in tools if tool.name == "remember")
+            assert remember.description == (
+                "Save one fact, preference or decision to long-term memory; returns its key.\n\n"
+                "Memories fade unless recalled; give important ones a higher importance, pin standing rules, "
+                "and give temporary facts a ttl (seconds). A key replaces the memory under it."
+            )
+
+    run(main)

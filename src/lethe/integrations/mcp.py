@@ -17,6 +17,7 @@ on one store lose nothing; every read first catches up with what the others comm
 extra: ``pip install 'lethe-decay[mcp]'``.
 """
 
+import inspect
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Annotated, Any, TypeVar
@@ -45,6 +46,7 @@ from lethe.store import Shared, StoreError
 __all__ = ["Forgotten", "Hit", "INSTRUCTIONS", "Remembered", "Stats", "server"]
 
 _R = TypeVar("_R")
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 #: What the server tells the model about itself (the ``instructions`` of its initialize result).
 INSTRUCTIONS = (
@@ -230,6 +232,22 @@ def _said(tool: str, invalid: ValidationError) -> str:
     return f"{tool}: " + "; ".join(parts)
 
 
+def _described(fn: Callable[..., Any]) -> str:
+    """``fn``'s docstring as a tool's description: its paragraphs, each on one line.  A model
+    reads the description as it is sent, so no source indentation and no line broken
+    mid-sentence (the SDK sends the docstring as written).
+
+    >>> def tool() -> None:
+    ...     '''Find what matters,
+    ...     best first.
+    ...
+    ...     Then stop.'''
+    >>> _described(tool)
+    'Find what matters, best first.\\n\\nThen stop.'
+    """
+    return "\n\n".join(" ".join(paragraph.split()) for paragraph in inspect.cleandoc(fn.__doc__ or "").split("\n\n"))
+
+
 #: The structured result of a tool that found no hits (the SDK wraps a list so).
 _NO_HITS: dict[str, Any] = {"result": []}
 
@@ -307,10 +325,16 @@ def server(shared: Shared[Any, Any], *, name: str = "lethe", instructions: str |
     app: MCPServer = _Server(name, instructions=instructions, version=__version__)
     reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
+    def tool(annotations: ToolAnnotations) -> Callable[[_F], _F]:
+        def register(fn: _F) -> _F:
+            return app.tool(annotations=annotations, description=_described(fn))(fn)
+
+        return register
+
     def current() -> Memory[Any, Any]:
         return _checked(shared.current)
 
-    @app.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False))
+    @tool(ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False))
     def remember(
         text: _Text,
         importance: _Importance = 1.0,
@@ -342,19 +366,19 @@ def server(shared: Shared[Any, Any], *, name: str = "lethe", instructions: str |
 
         return _checked(lambda: shared.transact(put))
 
-    @app.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False))
+    @tool(ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False))
     def recall(query: _Query, k: _K = 5) -> list[Hit]:
         """Find the memories most relevant to a query, best first, and strengthen them (each
         recall keeps a memory from fading). Use it before answering anything the memory may know."""
         hits = _checked(lambda: shared.transact(lambda mem: mem.recall(query, k)))
         return [_hit(entry, number) for entry, number in hits]
 
-    @app.tool(annotations=reading)
+    @tool(reading)
     def search(query: _Query, k: _K = 5) -> list[Hit]:
         """Find the memories most relevant to a query, best first, without strengthening them."""
         return [_hit(entry, number) for entry, number in _checked(lambda: current().search(query, k))]
 
-    @app.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False))
+    @tool(ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False))
     def forget(key: _Key) -> Forgotten:
         """Remove the memory with this key for good (when it is wrong or no longer wanted)."""
 
@@ -366,12 +390,12 @@ def server(shared: Shared[Any, Any], *, name: str = "lethe", instructions: str |
 
         return _checked(lambda: shared.transact(delete))
 
-    @app.tool(annotations=reading)
+    @tool(reading)
     def top(k: _K = 10) -> list[Hit]:
         """The strongest memories now, whatever they are about, strongest first (score 0..1)."""
         return [_hit(entry, score) for entry, score in _checked(lambda: current().top_scored(k))]
 
-    @app.tool(annotations=reading)
+    @tool(reading)
     def stats() -> Stats:
         """How many memories there are, how strong, and how the memory decays and is bounded."""
         mem = current()
