@@ -238,6 +238,36 @@ def test_entries_another_client_put_read_as_items(tmp_path: Path) -> None:
     engine.close()
 
 
+def test_a_namespace_dropped_by_another_client_reads_empty_and_takes_writes(tmp_path: Path) -> None:
+    # The memory of a namespace this store holds a replica of is dropped behind its back (an
+    # operator's drop, a server restarted without its data): the namespace is as if never
+    # written, not an error on every later call until the process restarts.
+    engine = SQLiteStore(tmp_path / "m.db")
+    store = LetheStore(engine)
+    ada, bob = ("users", "ada"), ("users", "bob")
+    for namespace in (ada, bob):
+        store.put(namespace, "tea", {"text": "likes genmaicha"})
+        store.put(namespace, "pet", {"text": "has a cat"})
+    other = SQLiteStore(tmp_path / "m.db")
+    assert other.drop(store.shared(ada).name)
+    assert store.get(ada, "tea") is None
+    assert store.search(ada) == []
+    assert store.list_namespaces() == [bob]
+    assert sorted(item.key for item in store.search(bob)) == ["pet", "tea"]
+    assert store.update(ada, "tea", lambda value: None) is None  # (deletes what is not there: nothing)
+    store.put(ada, "tea", {"text": "likes sencha"})
+    item = store.get(ada, "tea")
+    assert item is not None
+    assert item.value == {"text": "likes sencha"}
+    assert other.drop(store.shared(ada).name)
+    updated = store.update(ada, "pet", lambda value: {"text": "has a dog", "was": value})
+    assert updated is not None
+    assert updated.value == {"text": "has a dog", "was": None}
+    assert sorted(item.key for item in store.search(ada)) == ["pet"]
+    other.close()
+    engine.close()
+
+
 def test_a_store_keeps_the_replicas_of_the_namespaces_it_used_last_only() -> None:
     # A server with a namespace per user must not keep every one it ever saw in memory.
     store = LetheStore()

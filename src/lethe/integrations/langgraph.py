@@ -42,7 +42,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import Any, NamedTuple
+from functools import partial
+from typing import Any, NamedTuple, TypeVar
 
 from langgraph.store.base import (
     NOT_PROVIDED,
@@ -68,7 +69,7 @@ from langgraph.store.base import (
 
 from lethe import Entry, Memory, Vector
 from lethe._core.vector import cosine, query_vector
-from lethe.store import InMemoryStore, Shared, Store
+from lethe.store import InMemoryStore, Shared, Store, StoreError
 
 __all__ = ["NAME_PREFIX", "LetheStore"]
 
@@ -78,6 +79,7 @@ NAME_PREFIX = "langgraph:"
 
 _Value = dict[str, Any]
 _Namespace = tuple[str, ...]
+_T = TypeVar("_T")
 
 # The item's LangGraph bookkeeping, in its entry's metadata (the value stays the caller's dict).
 _CREATED, _UPDATED, _TTL, _VECTORS = "created_at", "updated_at", "ttl_minutes", "vectors"
@@ -434,6 +436,38 @@ class LetheStore(BaseStore):
                 self._multi.pop(gone, None)
             return shared
 
+    def _using(self, name: str, create: bool, use: Callable[[Shared[str, _Value]], _T]) -> _T | None:
+        """``use(replica of name)`` (None, without a call, for a memory that is not there and
+        not ``create``).  A memory dropped from the engine behind this store's back (another
+        client's drop, a server restarted without its data) is opened afresh, as one never
+        written, and ``use`` runs on that: a replica of a dropped memory raises
+        :class:`~lethe.store.StoreError` on every call, and writes nothing."""
+        shared = self._open(name, create)
+        if shared is None:
+            return None
+        try:
+            return use(shared)
+        except StoreError:
+            if not self._forgot_dropped(name, shared):
+                raise
+        shared = self._open(name, create)
+        return None if shared is None else use(shared)
+
+    def _forgot_dropped(self, name: str, shared: Shared[str, _Value]) -> bool:
+        """Whether the memory ``name`` is gone from the engine; if so its replica ``shared`` is
+        forgotten, so the next :meth:`_open` opens (or creates) it afresh."""
+        try:
+            self._engine.config(name)
+        except StoreError:
+            return False  # (the engine cannot tell now: the error that led here stands)
+        except KeyError:
+            with self._lock:
+                if self._memories.get(name) is shared:
+                    del self._memories[name]
+                    self._multi.pop(name, None)
+            return True
+        return False
+
     def _namespaces(self, prefix: _Namespace = ()) -> list[tuple[_Namespace, str]]:
         """The namespaces in the engine that start with ``prefix``, sorted."""
         found = []
@@ -446,8 +480,7 @@ class LetheStore(BaseStore):
     def _view(self, name: str, views: dict[str, Memory[str, _Value] | None]) -> Memory[str, _Value] | None:
         """The namespace's memory as of this batch (caught up once per batch), None if it never was."""
         if name not in views:
-            shared = self._open(name, create=False)
-            views[name] = None if shared is None else shared.current()
+            views[name] = self._using(name, False, Shared.current)
         return views[name]
 
     # -- the batch ----------------------------------------------------------
@@ -564,9 +597,7 @@ class LetheStore(BaseStore):
             name = _name(namespace)
             if all(w.value is None for w, _ in writes) and self._view(name, views) is None:
                 continue  # deleting from a namespace that never was: nothing to write
-            shared = self._open(name, create=True)
-            assert shared is not None
-            shared.update(lambda m, writes=writes: self._written(m, writes))  # type: ignore[misc]
+            self._using(name, True, partial(self._commit, writes=writes))
             for write, _ in writes:
                 refresh.get(name, set()).discard(write.op.key)
         for name, keys in refresh.items():
@@ -578,6 +609,12 @@ class LetheStore(BaseStore):
     def _now(self) -> datetime:
         clock = self._template.clock_fn
         return clock() if clock is not None else datetime.now(timezone.utc)
+
+    def _commit(
+        self, shared: Shared[str, _Value], writes: Sequence[tuple[_Write, list[Vector | None]]]
+    ) -> Memory[str, _Value]:
+        """One namespace's writes of a batch, as one commit."""
+        return shared.update(lambda mem: self._written(mem, writes))
 
     def _written(
         self, mem: Memory[str, _Value], writes: Sequence[tuple[_Write, list[Vector | None]]]
@@ -623,9 +660,10 @@ class LetheStore(BaseStore):
 
     def _refresh(self, name: str, keys: set[str]) -> None:
         """Rehearse ``keys`` (with a template) and move the deadlines of those with a TTL."""
-        shared = self._open(name, create=False)
-        if shared is None:
-            return
+        self._using(name, False, partial(self._refreshed, keys=keys))
+
+    def _refreshed(self, shared: Shared[str, _Value], keys: set[str]) -> None:
+        """:meth:`_refresh` on the replica ``shared``."""
         current = shared.current()
         due = [k for k in keys if k in current and (self._decaying or _TTL in current.peek(k).metadata)]
         if not due:
@@ -714,7 +752,7 @@ class LetheStore(BaseStore):
             mem = self._put(mem, key, write.value, old, texts=texts, vectors=[embedded[t] for t in texts], ttl=ttl)
             return mem, mem.peek(key)
 
-        entry = shared.transact(write)
+        entry = self._using(shared.name, True, lambda again: again.transact(write))
         return None if entry is None else _item(namespace, entry)
 
     async def aupdate(
