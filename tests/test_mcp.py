@@ -547,3 +547,37 @@ def test_tool_descriptions_are_plain_paragraphs() -> None:
             )
 
     run(main)
+
+
+def test_a_memory_dropped_behind_the_server_is_made_afresh(tmp_path: Path) -> None:
+    # Another client drops the memory (or a Redis restarts without persistence): the server
+    # goes on with it empty, as configured, instead of failing every call until restarted.
+    evicted: list[Any] = []
+    engine = SQLiteStore(tmp_path / "m.db")
+    shared: Shared[Any, str] = Shared(
+        engine, "notes", Memory(max_entries=2, on_evict=evicted.append, half_life=timedelta(hours=3))
+    )
+    other = SQLiteStore(tmp_path / "m.db")
+
+    async def main() -> None:
+        async with Client(server(shared)) as client:
+            await call(client, "remember", text="Ada likes green tea", key="tea")
+            assert other.drop("notes")
+            assert await call(client, "search", query="tea") == []
+            assert (await call(client, "stats"))["size"] == 0
+            await call(client, "remember", text="Ada has a cat", key="cat")
+            assert other.drop("notes")
+            await call(client, "remember", text="Ada rides a bike", key="bike")  # a write first, this time
+            await call(client, "remember", text="Ada reads Le Guin", key="books")
+            await call(client, "remember", text="Ada plays go", key="go")  # the third: one is evicted
+            stats = await call(client, "stats")
+            assert (stats["size"], stats["capacity"], stats["half_life_seconds"]) == (2, 2, 3 * 3600.0)
+            assert [e.key for gone in evicted for e in gone] == ["bike"]  # the template's hook, kept
+            forgotten = await call(client, "forget", key="go")
+            assert forgotten["key"] == "go"
+
+    run(main)
+    stored = Shared(other, "notes", Memory(max_entries=2, half_life=timedelta(hours=3))).current()
+    assert sorted(stored.keys()) == ["books"]
+    other.close()
+    engine.close()

@@ -18,6 +18,7 @@ extra: ``pip install 'lethe-decay[mcp]'``.
 """
 
 import inspect
+import threading
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Annotated, Any, TypeVar
@@ -222,6 +223,17 @@ def _checked(what: Callable[[], _R]) -> _R:
         raise ToolError(f"the store cannot be used now: {exc}") from None
 
 
+def _dropped(shared: Shared[Any, Any]) -> bool:
+    """Whether ``shared``'s memory is gone from its store (False when the store cannot tell now)."""
+    try:
+        shared.store.config(shared.name)
+    except KeyError:
+        return True
+    except StoreError:
+        return False
+    return False
+
+
 def _said(tool: str, invalid: ValidationError) -> str:
     """A validation error as a model reads it best: each argument, what is wrong, what it got."""
     parts = []
@@ -299,7 +311,9 @@ def server(shared: Shared[Any, Any], *, name: str = "lethe", instructions: str |
         ``.streamable_http_app()`` is an ASGI application to mount.
 
     A tool that fails (a bad argument, a store that cannot be written) answers with a
-    tool error, and the server goes on: nothing is raised to the caller.
+    tool error, and the server goes on: nothing is raised to the caller.  A memory dropped
+    from the store behind the server's back is made afresh, empty, with the configuration
+    ``shared`` had, at the next call (``shared`` itself, whose memory is gone, is left as it is).
 
     Serving a memory of an SQLite file over stdio, as ``lethe mcp`` does::
 
@@ -331,8 +345,34 @@ def server(shared: Shared[Any, Any], *, name: str = "lethe", instructions: str |
 
         return register
 
+    served = [shared]  # the replica the tools use: another once the memory was dropped
+    empty: list[Memory[Any, Any]] = []  # the memory as configured, without entries (read once)
+    swapping = threading.Lock()
+
+    def using(use: Callable[[Shared[Any, Any]], _R]) -> _R:
+        """``use(the served replica)``, a tool's lethe call (see :func:`_checked`).  A memory
+        dropped behind the server's back (another client's drop, a Redis restarted without
+        persistence) is made afresh, empty, as it was configured, and ``use`` runs on that:
+        its old replica would fail every call until the server restarted."""
+
+        def run() -> _R:
+            replica = served[0]
+            try:
+                if not empty:
+                    empty.append(replica.current().clear())
+                return use(replica)
+            except StoreError:
+                if not empty or not _dropped(replica):
+                    raise  # (dropped before the first call: how it was configured is not known)
+            with swapping:
+                if served[0] is replica:
+                    served[0] = Shared(replica.store, replica.name, empty[0])
+            return use(served[0])
+
+        return _checked(run)
+
     def current() -> Memory[Any, Any]:
-        return _checked(shared.current)
+        return using(Shared.current)
 
     @tool(ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False))
     def remember(
@@ -364,13 +404,13 @@ def server(shared: Shared[Any, Any], *, name: str = "lethe", instructions: str |
                 made = snapshot_of(new).next_key - 1
             return new, Remembered(key=_key_out(made), replaced=held is not None, evicted=[_gone(e) for e in evicted])
 
-        return _checked(lambda: shared.transact(put))
+        return using(lambda replica: replica.transact(put))
 
     @tool(ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False))
     def recall(query: _Query, k: _K = 5) -> list[Hit]:
         """Find the memories most relevant to a query, best first, and strengthen them (each
         recall keeps a memory from fading). Use it before answering anything the memory may know."""
-        hits = _checked(lambda: shared.transact(lambda mem: mem.recall(query, k)))
+        hits = using(lambda replica: replica.transact(lambda mem: mem.recall(query, k)))
         return [_hit(entry, number) for entry, number in hits]
 
     @tool(reading)
@@ -388,7 +428,7 @@ def server(shared: Shared[Any, Any], *, name: str = "lethe", instructions: str |
                 raise ToolError(f"key: no memory has the key {key!r} (it may have faded, expired or been forgotten)")
             return mem.delete(held), _gone(mem.peek(held))
 
-        return _checked(lambda: shared.transact(delete))
+        return using(lambda replica: replica.transact(delete))
 
     @tool(reading)
     def top(k: _K = 10) -> list[Hit]:
@@ -402,8 +442,8 @@ def server(shared: Shared[Any, Any], *, name: str = "lethe", instructions: str |
         summary = mem.stats()
         model = name_of(mem.decay_fn)
         return Stats(
-            name=shared.name,
-            version=shared.version,
+            name=served[0].name,
+            version=served[0].version,
             size=summary.size,
             capacity=mem.max_entries,
             active=summary.active,
