@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import multiprocessing
+import threading
 import weakref
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
@@ -264,6 +265,42 @@ def test_a_namespace_dropped_by_another_client_reads_empty_and_takes_writes(tmp_
     assert updated is not None
     assert updated.value == {"text": "has a dog", "was": None}
     assert sorted(item.key for item in store.search(ada)) == ["pet"]
+    other.close()
+    engine.close()
+
+
+def test_a_namespace_dropped_under_threads_or_made_again_by_another_client_loses_no_call(tmp_path: Path) -> None:
+    # After the drop, every thread's call goes through: one replaces the replica, the others use
+    # it (or are told by theirs that the memory's history went back, and go on).
+    engine = SQLiteStore(tmp_path / "m.db")
+    store = LetheStore(engine)
+    ada = ("users", "ada")
+    store.put(ada, "seed", {"text": "x"})
+    other = SQLiteStore(tmp_path / "m.db")
+    assert other.drop(store.shared(ada).name)
+    failures: list[BaseException] = []
+
+    def writer(t: int) -> None:
+        try:
+            for i in range(10):
+                store.put(ada, f"t{t}-{i}", {"text": f"{t} {i}"})
+        except BaseException as exc:  # (counted: none may escape)
+            failures.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(t,)) for t in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert len(store.search(ada, limit=100)) == 60
+    # Dropped and made again by another client: the replica here is told once, the store goes on.
+    name = store.shared(ada).name
+    assert other.drop(name)
+    Shared(other, name, Memory()).update(lambda m: m.put({"text": "from elsewhere"}, key="other"))
+    assert [item.key for item in store.search(ada)] == ["other"]
+    assert other.drop(name)
+    assert len(store.shared(ada).current()) == 0  # (the public replica too: made afresh)
     other.close()
     engine.close()
 

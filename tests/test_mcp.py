@@ -8,6 +8,7 @@ in this process (``lethe.integrations.mcp.server``) on a manual clock, for decay
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import subprocess
@@ -579,5 +580,27 @@ def test_a_memory_dropped_behind_the_server_is_made_afresh(tmp_path: Path) -> No
     run(main)
     stored = Shared(other, "notes", Memory(max_entries=2, half_life=timedelta(hours=3))).current()
     assert sorted(stored.keys()) == ["books"]
+    other.close()
+    engine.close()
+
+
+def test_a_dropped_memory_comes_back_as_last_configured_for_every_concurrent_call(tmp_path: Path) -> None:
+    engine = SQLiteStore(tmp_path / "m.db")
+    shared: Shared[Any, str] = Shared(engine, "notes", Memory(max_entries=3), checkpoint_every=5)
+    other = SQLiteStore(tmp_path / "m.db")
+    Shared(other, "notes", Memory(max_entries=3)).configure(max_entries=50)
+    app = server(shared)
+
+    async def main() -> None:
+        async with Client(app) as client:
+            assert (await call(client, "stats"))["capacity"] == 50  # (read before any drop)
+            assert other.drop("notes")
+            assert (await call(client, "stats"))["capacity"] == 50
+            assert other.drop("notes")
+            results = await asyncio.gather(*(client.call_tool("remember", {"text": f"fact {i}"}) for i in range(8)))
+            assert not any(result.is_error for result in results)
+            assert (await call(client, "stats"))["size"] == 8
+
+    run(main)
     other.close()
     engine.close()

@@ -19,7 +19,16 @@ from typing import Any
 import pytest
 
 from lethe import Entry, ManualClock, Memory
-from lethe.store import InMemoryStore, Shared, SQLiteStore, Store, StoreError, TemplateIgnored
+from lethe.store import (
+    HistoryRewound,
+    InMemoryStore,
+    MemoryGone,
+    Shared,
+    SQLiteStore,
+    Store,
+    StoreError,
+    TemplateIgnored,
+)
 
 from ._support import fake_clock
 from .conftest import DURABLE_ENGINES, make_store
@@ -109,22 +118,58 @@ def test_a_vanished_memory_raises_store_error_on_every_call_until_made_again(sto
     shared.update(lambda m: m.put("v", key="k"))
     _vanish(store, "notes")
     for _ in range(2):  # every call, not only the first
-        with pytest.raises(StoreError, match="no longer in the store"):
+        with pytest.raises(MemoryGone, match="no longer in the store"):
             shared.current()
-        with pytest.raises(StoreError, match="no longer in the store"):
+        with pytest.raises(MemoryGone, match="no longer in the store"):
             shared.update(lambda m: m.put("w", key="j"))
-        with pytest.raises(StoreError, match="no longer in the store"):
+        with pytest.raises(MemoryGone, match="no longer in the store"):
             shared.wait(timeout=0)
-        with pytest.raises(StoreError, match="no longer in the store"):
+        with pytest.raises(MemoryGone, match="no longer in the store"):
             list(shared.evictions())
         with pytest.raises(StoreError):
             shared.at(1)
     # Created again on purpose: the old replica is told once that history went back, then follows.
     fresh: Shared[str, str] = Shared(store, "notes", Memory(max_entries=10, clock_fn=clock))
     fresh.update(lambda m: m.put("again", key="new"))
-    with pytest.raises(StoreError, match="went back"):
+    with pytest.raises(HistoryRewound, match="went back"):
         shared.current()
     assert list(shared.current().keys()) == ["new"]
+
+
+def test_reopened_makes_a_vanished_memory_afresh_as_last_configured_with_the_same_hooks(
+    store: Store, clock: ManualClock
+) -> None:
+    evicted: list[tuple[Entry[str, str], ...]] = []
+    template = Memory(max_entries=2, clock_fn=clock, on_evict=evicted.append)
+    shared: Shared[str, str] = Shared(store, "notes", template, max_clock_skew=None, checkpoint_every=3)
+    shared.update(lambda m: m.put("v", key="k"))
+    other: Shared[str, str] = Shared(store, "notes", Memory(max_entries=2, clock_fn=clock))
+    other.configure(max_entries=3, half_life=7200.0)  # another process's change, seen at the next read
+    assert shared.current().max_entries == 3
+    _vanish(store, "notes")
+    with pytest.raises(MemoryGone):
+        shared.current()
+    again = shared.reopened()
+    assert (len(again.current()), again.current().max_entries, again.current().half_life) == (0, 3, 7200.0)
+    for key in ("a", "b", "c", "d"):
+        again.update(lambda m, key=key: m.put(key, key=key))
+    assert [e.key for gone in evicted for e in gone] == ["a"]  # this process's hook, kept
+    assert sorted(again.current().keys()) == ["b", "c", "d"]
+    for old in (shared, other):  # (the memory made again: each old replica is told once, then follows)
+        with pytest.raises(HistoryRewound):
+            old.current()
+        assert sorted(old.current().keys()) == ["b", "c", "d"]
+
+
+def test_reopened_opens_what_another_process_made_meanwhile(store: Store, clock: ManualClock) -> None:
+    shared: Shared[str, str] = Shared(store, "notes", Memory(max_entries=10, clock_fn=clock))
+    _vanish(store, "notes")
+    Shared(store, "notes", Memory(max_entries=10, clock_fn=clock)).update(lambda m: m.put("new", key="n"))
+    assert list(shared.reopened().current().keys()) == ["n"]
+    _vanish(store, "notes")
+    Shared(store, "notes", Memory(max_entries=5, clock_fn=clock))
+    with pytest.raises(ValueError, match="another configuration"):
+        shared.reopened()
 
 
 def test_redis_keys_deleted_under_a_running_process(

@@ -69,7 +69,7 @@ from langgraph.store.base import (
 
 from lethe import Entry, Memory, Vector
 from lethe._core.vector import cosine, query_vector
-from lethe.store import InMemoryStore, Shared, Store, StoreError
+from lethe.store import HistoryRewound, InMemoryStore, MemoryGone, Shared, Store
 
 __all__ = ["NAME_PREFIX", "LetheStore"]
 
@@ -307,6 +307,25 @@ class _Plan(NamedTuple):
     queries: list[str]
 
 
+def _checked_name(namespace: _Namespace) -> str:
+    """The memory name of ``namespace``, checked as LangGraph checks a namespace.
+
+    Raises:
+        InvalidNamespaceError: an empty namespace or a bad label.
+    """
+    namespace = tuple(namespace)
+    if not namespace:
+        raise InvalidNamespaceError("Namespace cannot be empty.")
+    validate_op_namespace(GetOp(namespace, ""))
+    return _name(namespace)
+
+
+def _caught_up(shared: Shared[str, _Value]) -> Shared[str, _Value]:
+    """``shared``, caught up with its memory."""
+    shared.current()
+    return shared
+
+
 class LetheStore(BaseStore):
     """A LangGraph ``BaseStore`` whose namespaces are lethe memories, in one process or shared.
 
@@ -403,18 +422,15 @@ class LetheStore(BaseStore):
     # -- namespaces ---------------------------------------------------------
 
     def shared(self, namespace: _Namespace) -> Shared[str, _Value]:
-        """The lethe memory holding ``namespace`` (opened, and created when new): its replica
-        (``current()``), its evictions (``evictions()``) and any lethe operation
-        (``transact``), e.g. to pin an item or set its importance.
+        """The lethe memory holding ``namespace`` (opened and caught up; created when new, or
+        when its memory is gone from the engine): its replica (``current()``), its evictions
+        (``evictions()``) and any lethe operation (``transact``), e.g. to pin an item or set
+        its importance.
 
         Raises:
             langgraph.store.base.InvalidNamespaceError: an empty namespace or a bad label.
         """
-        namespace = tuple(namespace)
-        if not namespace:
-            raise InvalidNamespaceError("Namespace cannot be empty.")
-        validate_op_namespace(GetOp(namespace, ""))
-        shared = self._open(_name(namespace), create=True)
+        shared = self._using(_checked_name(namespace), True, _caught_up)
         assert shared is not None
         return shared
 
@@ -438,35 +454,29 @@ class LetheStore(BaseStore):
 
     def _using(self, name: str, create: bool, use: Callable[[Shared[str, _Value]], _T]) -> _T | None:
         """``use(replica of name)`` (None, without a call, for a memory that is not there and
-        not ``create``).  A memory dropped from the engine behind this store's back (another
+        not ``create``).  A memory gone from the engine behind this store's back (another
         client's drop, a server restarted without its data) is opened afresh, as one never
-        written, and ``use`` runs on that: a replica of a dropped memory raises
-        :class:`~lethe.store.StoreError` on every call, and writes nothing."""
+        written, and ``use`` runs once more on that; so it does on a replica that found the
+        memory's history gone back (made again by another client), which follows it then."""
         shared = self._open(name, create)
         if shared is None:
             return None
         try:
             return use(shared)
-        except StoreError:
-            if not self._forgot_dropped(name, shared):
-                raise
+        except MemoryGone:
+            self._forget(name, shared)
+        except HistoryRewound:
+            pass  # (nothing was written, and the replica follows the memory as it is now)
         shared = self._open(name, create)
         return None if shared is None else use(shared)
 
-    def _forgot_dropped(self, name: str, shared: Shared[str, _Value]) -> bool:
-        """Whether the memory ``name`` is gone from the engine; if so its replica ``shared`` is
-        forgotten, so the next :meth:`_open` opens (or creates) it afresh."""
-        try:
-            self._engine.config(name)
-        except StoreError:
-            return False  # (the engine cannot tell now: the error that led here stands)
-        except KeyError:
-            with self._lock:
-                if self._memories.get(name) is shared:
-                    del self._memories[name]
-                    self._multi.pop(name, None)
-            return True
-        return False
+    def _forget(self, name: str, shared: Shared[str, _Value]) -> None:
+        """Forget ``shared``, the replica of ``name``, whose memory is gone (unless another
+        replica took its place already): the next :meth:`_open` opens or creates it afresh."""
+        with self._lock:
+            if self._memories.get(name) is shared:
+                del self._memories[name]
+                self._multi.pop(name, None)
 
     def _namespaces(self, prefix: _Namespace = ()) -> list[tuple[_Namespace, str]]:
         """The namespaces in the engine that start with ``prefix``, sorted."""
@@ -597,7 +607,8 @@ class LetheStore(BaseStore):
             name = _name(namespace)
             if all(w.value is None for w, _ in writes) and self._view(name, views) is None:
                 continue  # deleting from a namespace that never was: nothing to write
-            self._using(name, True, partial(self._commit, writes=writes))
+            puts = any(w.value is not None for w, _ in writes)  # (deletes alone never make a memory)
+            self._using(name, puts, partial(self._commit, writes=writes))
             for write, _ in writes:
                 refresh.get(name, set()).discard(write.op.key)
         for name, keys in refresh.items():
@@ -731,7 +742,7 @@ class LetheStore(BaseStore):
             raise InvalidNamespaceError(f'Root label for namespace cannot be "langgraph". Got: {namespace}')
         if isinstance(ttl, NotProvided):
             ttl = (self.ttl_config or {}).get("default_ttl")
-        shared = self.shared(namespace)
+        name = _checked_name(namespace)
         embedded: dict[str, Vector | None] = {}  # a text is embedded once, however often fn runs
 
         def write(mem: Memory[str, _Value]) -> tuple[Memory[str, _Value], Entry[str, _Value] | None]:
@@ -752,7 +763,7 @@ class LetheStore(BaseStore):
             mem = self._put(mem, key, write.value, old, texts=texts, vectors=[embedded[t] for t in texts], ttl=ttl)
             return mem, mem.peek(key)
 
-        entry = self._using(shared.name, True, lambda again: again.transact(write))
+        entry = self._using(name, True, lambda shared: shared.transact(write))
         return None if entry is None else _item(namespace, entry)
 
     async def aupdate(

@@ -42,7 +42,7 @@ from pydantic import (
 from lethe import Entry, Memory, MemoryFullError, __version__
 from lethe._memory.version import snapshot_of
 from lethe.decay._adapter import name_of
-from lethe.store import Shared, StoreError
+from lethe.store import HistoryRewound, MemoryGone, Shared, StoreError
 
 __all__ = ["Forgotten", "Hit", "INSTRUCTIONS", "Remembered", "Stats", "server"]
 
@@ -223,17 +223,6 @@ def _checked(what: Callable[[], _R]) -> _R:
         raise ToolError(f"the store cannot be used now: {exc}") from None
 
 
-def _dropped(shared: Shared[Any, Any]) -> bool:
-    """Whether ``shared``'s memory is gone from its store (False when the store cannot tell now)."""
-    try:
-        shared.store.config(shared.name)
-    except KeyError:
-        return True
-    except StoreError:
-        return False
-    return False
-
-
 def _said(tool: str, invalid: ValidationError) -> str:
     """A validation error as a model reads it best: each argument, what is wrong, what it got."""
     parts = []
@@ -311,9 +300,10 @@ def server(shared: Shared[Any, Any], *, name: str = "lethe", instructions: str |
         ``.streamable_http_app()`` is an ASGI application to mount.
 
     A tool that fails (a bad argument, a store that cannot be written) answers with a
-    tool error, and the server goes on: nothing is raised to the caller.  A memory dropped
-    from the store behind the server's back is made afresh, empty, with the configuration
-    ``shared`` had, at the next call (``shared`` itself, whose memory is gone, is left as it is).
+    tool error, and the server goes on: nothing is raised to the caller.  A memory gone
+    from the store behind the server's back (dropped, or a server restarted without it) is
+    made afresh, empty, as it was configured, at the next call (``shared.reopened()``;
+    ``shared`` itself is left as it is).
 
     Serving a memory of an SQLite file over stdio, as ``lethe mcp`` does::
 
@@ -345,28 +335,26 @@ def server(shared: Shared[Any, Any], *, name: str = "lethe", instructions: str |
 
         return register
 
-    served = [shared]  # the replica the tools use: another once the memory was dropped
-    empty: list[Memory[Any, Any]] = []  # the memory as configured, without entries (read once)
+    served = [shared]  # the replica the tools use: another once its memory was gone
     swapping = threading.Lock()
 
     def using(use: Callable[[Shared[Any, Any]], _R]) -> _R:
         """``use(the served replica)``, a tool's lethe call (see :func:`_checked`).  A memory
-        dropped behind the server's back (another client's drop, a Redis restarted without
-        persistence) is made afresh, empty, as it was configured, and ``use`` runs on that:
-        its old replica would fail every call until the server restarted."""
+        gone from the store behind the server's back (another client's drop, a Redis
+        restarted without persistence) is made afresh, empty, as it was configured
+        (:meth:`~lethe.store.Shared.reopened`), and ``use`` runs once more on that; so it
+        does on a replica that found the memory's history gone back, which follows it then."""
 
         def run() -> _R:
             replica = served[0]
             try:
-                if not empty:
-                    empty.append(replica.current().clear())
                 return use(replica)
-            except StoreError:
-                if not empty or not _dropped(replica):
-                    raise  # (dropped before the first call: how it was configured is not known)
-            with swapping:
-                if served[0] is replica:
-                    served[0] = Shared(replica.store, replica.name, empty[0])
+            except MemoryGone:
+                with swapping:
+                    if served[0] is replica:
+                        served[0] = replica.reopened()
+            except HistoryRewound:
+                pass  # (nothing was written, and the replica follows the memory as it is now)
             return use(served[0])
 
         return _checked(run)
@@ -438,12 +426,12 @@ def server(shared: Shared[Any, Any], *, name: str = "lethe", instructions: str |
     @tool(reading)
     def stats() -> Stats:
         """How many memories there are, how strong, and how the memory decays and is bounded."""
-        mem = current()
+        mem, version = using(lambda replica: (replica.current(), replica.version))
         summary = mem.stats()
         model = name_of(mem.decay_fn)
         return Stats(
-            name=served[0].name,
-            version=served[0].version,
+            name=shared.name,
+            version=version,
             size=summary.size,
             capacity=mem.max_entries,
             active=summary.active,

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from lethe.store._clock import StoreClock
 from lethe.store._engine import Store
-from lethe.store._errors import CommitUnknown, StoreError, TemplateIgnored
+from lethe.store._errors import CommitUnknown, HistoryRewound, MemoryGone, StoreError, TemplateIgnored
 from lethe.store._memory import InMemoryStore
 from lethe.store._shared import Shared
 from lethe.store._sqlite import SQLiteStore
@@ -34,7 +34,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CommitUnknown",
+    "HistoryRewound",
     "InMemoryStore",
+    "MemoryGone",
     "PostgresStore",
     "RedisStore",
     "SQLiteStore",

@@ -40,6 +40,31 @@ class CommitUnknown(StoreError):
     """
 
 
+class MemoryGone(StoreError):
+    """The memory is no longer in the store: dropped (``store.drop(name)``), its keys
+    deleted (a Redis emptied, or evicting keys), or a server restarted without persistence.
+    Nothing was written.
+
+    The :class:`~lethe.store.Shared` that raised it raises it on every later call: open the
+    name again, ``Shared(store, name, template)``, to create the memory afresh.  (The
+    LangGraph store and the MCP server of :mod:`lethe.integrations` do so by themselves.)
+
+    >>> issubclass(MemoryGone, StoreError)
+    True
+    """
+
+
+class HistoryRewound(StoreError):
+    """The store no longer holds versions the replica saw: a server restarted without its
+    latest writes, a restored backup, or the memory dropped and made again by another
+    client.  Nothing was written, and the :class:`~lethe.store.Shared` that raised it now
+    follows the store as it is: call again to go on.
+
+    >>> issubclass(HistoryRewound, StoreError)
+    True
+    """
+
+
 class TemplateIgnored(UserWarning):
     """A :class:`~lethe.store.Shared` opened a name the store already holds with a
     template that has entries: those entries were not written.

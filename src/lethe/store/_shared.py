@@ -31,7 +31,7 @@ from lethe._memory.version import applied, changes, config_of, rehooked, restore
 from lethe.decay._adapter import CUSTOM, identity
 from lethe.store import _records
 from lethe.store._engine import Store
-from lethe.store._errors import CommitUnknown, StoreError, TemplateIgnored
+from lethe.store._errors import CommitUnknown, HistoryRewound, MemoryGone, StoreError, TemplateIgnored
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -306,6 +306,7 @@ class Shared(Generic[K, V]):
             raise ValueError(f"checkpoint_every must be a positive int, got {checkpoint_every!r}")
         if max_clock_skew is not None and not (is_number(max_clock_skew) and max_clock_skew >= 0):
             raise ValueError(f"max_clock_skew must be None or a number of seconds >= 0, got {max_clock_skew!r}")
+        self._max_clock_skew = max_clock_skew
         self._max_skew_us = math.inf if max_clock_skew is None else max_clock_skew * 1e6
         self._locking = flag(locking, "locking")
         self._skewed = False
@@ -372,13 +373,13 @@ class Shared(Generic[K, V]):
     def _call(self, method: Callable[..., T], *args: Any) -> T:
         """``method(name, *args)``, a method of the store; a name the store no longer holds
         (its keys deleted, the store emptied, a server restarted without persistence) raises
-        :class:`StoreError` on every call until it is created again, never ``KeyError``."""
+        :class:`MemoryGone` on every call until it is created again, never ``KeyError``."""
         if self._closed:
             raise StoreError(f"{self._name!r}: this Shared is closed")
         try:
             return method(self._name, *args)
         except KeyError:
-            raise StoreError(
+            raise MemoryGone(
                 f"{self._name!r} is no longer in the store (dropped, or its keys deleted: emptied, evicted, "
                 f"or a server restarted without persistence); this replica saw version {self._version}. "
                 f"Nothing was written. Open it again with Shared(...) to create it afresh"
@@ -669,12 +670,12 @@ class Shared(Generic[K, V]):
         store restored from a backup).  The replica becomes the store's current state.
 
         Raises:
-            StoreError: always, naming the version seen and the version the store holds.
+            HistoryRewound: always, naming the version seen and the version the store holds.
         """
         seen = self._version
         self._version, self._replica, self._tip, self._head_text = self._loaded()
         self._checkpointed = min(self._checkpointed, self._version)
-        raise StoreError(
+        raise HistoryRewound(
             f"{self._name!r}: the store's history went back: this replica saw version {seen}, and the "
             f"store now holds version {self._version} without some of the versions seen (a server "
             f"that restarted without its latest writes, a restored backup). The replica now follows "
@@ -688,6 +689,9 @@ class Shared(Generic[K, V]):
         and no hook runs); O(m log n) for m changed entries.
 
         Raises:
+            MemoryGone: the memory is no longer in the store (dropped, its keys deleted).
+            HistoryRewound: the store no longer holds versions this replica saw (it then
+                follows the store: call again to go on).
             StoreError: the log cannot be read (truncated or damaged).
         """
         with self._lock:
@@ -713,8 +717,9 @@ class Shared(Generic[K, V]):
 
         Raises:
             ValueError: ``timeout`` is negative or not a number.
-            StoreError: the store's history went back (the replica then
-                follows the store, as after :meth:`update`), or the log cannot be read.
+            HistoryRewound: the store's history went back (the replica then
+                follows the store, as after :meth:`update`).
+            StoreError: the log cannot be read.
 
         >>> from lethe import Memory
         >>> from lethe.store import InMemoryStore, Shared
@@ -857,8 +862,10 @@ class Shared(Generic[K, V]):
                 something else (nothing is written).
             RuntimeError: called from inside a function this object runs for
                 :meth:`update` or :meth:`transact` (nothing is written).
-            StoreError: the memory is no longer in the store, or this object
-                is closed (nothing is written).
+            MemoryGone: the memory is no longer in the store (nothing is written).
+            HistoryRewound: the store no longer holds versions this replica saw
+                (nothing is written; the replica then follows the store).
+            StoreError: this object is closed (nothing is written).
             CommitUnknown: the store's server could not be reached to learn
                 whether the commit went in; the replica is unchanged, and the
                 next read catches up and shows it if it did.
@@ -1367,6 +1374,46 @@ class Shared(Generic[K, V]):
             self._lock.release()
 
     # -- lifetime ---------------------------------------------------------
+
+    def reopened(self) -> Shared[K, V]:
+        """A new ``Shared`` of the same store and name, with this one's options
+        (``checkpoint_every``, ``max_clock_skew``, ``locking``) and, for template, the
+        configuration this replica last saw (a :meth:`configure` by another process
+        included) with this process's hooks and no entries.
+
+        After :class:`~lethe.store.MemoryGone` (the memory was dropped, or a server
+        restarted without it) it makes the memory afresh, empty, as it was configured;
+        when another process made it again meanwhile it opens that one.  This object is
+        left as it is: close it when done with it.  O(1) plus the open.
+
+        Raises:
+            ValueError: the name now holds a memory of another configuration.
+            StoreError: the store cannot be read.
+
+        >>> from lethe import Memory
+        >>> from lethe.store import InMemoryStore, MemoryGone, Shared
+        >>> store = InMemoryStore()
+        >>> shared = Shared(store, "notes", Memory(max_entries=10))
+        >>> _ = shared.update(lambda m: m.put("node 7 fixed"))
+        >>> store.drop("notes")
+        True
+        >>> try:
+        ...     shared.current()
+        ... except MemoryGone:
+        ...     shared = shared.reopened()
+        >>> len(shared.current()), shared.current().max_entries
+        (0, 10)
+        """
+        with self._lock:
+            template = self._replica.clear()
+        return Shared(
+            self._store,
+            self._name,
+            template,
+            checkpoint_every=self._checkpoint_every,
+            max_clock_skew=self._max_clock_skew,
+            locking=self._locking,
+        )
 
     def close(self) -> None:
         """Stop using this object: every later read or write raises :class:`StoreError`.
