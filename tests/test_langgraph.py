@@ -305,6 +305,19 @@ def test_a_namespace_dropped_under_threads_or_made_again_by_another_client_loses
     engine.close()
 
 
+def test_an_update_that_deletes_where_nothing_was_makes_no_memory(tmp_path: Path) -> None:
+    engine = SQLiteStore(tmp_path / "m.db")
+    store = LetheStore(engine)
+    assert store.update(("users", "ada"), "tea", lambda value: None) is None
+    assert engine.names() == []
+    store.put(("users", "ada"), "tea", {"text": "likes genmaicha"})
+    name = store.shared(("users", "ada")).name
+    assert engine.drop(name)
+    assert store.update(("users", "ada"), "tea", lambda value: None) is None
+    assert engine.names() == []
+    engine.close()
+
+
 def test_a_store_keeps_the_replicas_of_the_namespaces_it_used_last_only() -> None:
     # A server with a namespace per user must not keep every one it ever saw in memory.
     store = LetheStore()

@@ -161,6 +161,13 @@ def test_reopened_makes_a_vanished_memory_afresh_as_last_configured_with_the_sam
         assert sorted(old.current().keys()) == ["b", "c", "d"]
 
 
+def test_reopened_refuses_on_a_closed_shared(store: Store, clock: ManualClock) -> None:
+    shared: Shared[str, str] = Shared(store, "notes", Memory(max_entries=10, clock_fn=clock))
+    shared.close()
+    with pytest.raises(StoreError, match="closed"):
+        shared.reopened()
+
+
 def test_reopened_opens_what_another_process_made_meanwhile(store: Store, clock: ManualClock) -> None:
     shared: Shared[str, str] = Shared(store, "notes", Memory(max_entries=10, clock_fn=clock))
     _vanish(store, "notes")

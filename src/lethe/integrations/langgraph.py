@@ -763,6 +763,8 @@ class LetheStore(BaseStore):
             mem = self._put(mem, key, write.value, old, texts=texts, vectors=[embedded[t] for t in texts], ttl=ttl)
             return mem, mem.peek(key)
 
+        if self._using(name, False, _caught_up) is None and fn(None) is None:
+            return None  # (nothing to delete where nothing was: no memory is made for it)
         entry = self._using(name, True, lambda shared: shared.transact(write))
         return None if entry is None else _item(namespace, entry)
 

@@ -17,6 +17,7 @@ on one store lose nothing; every read first catches up with what the others comm
 extra: ``pip install 'lethe-decay[mcp]'``.
 """
 
+import contextlib
 import inspect
 import threading
 from collections.abc import Callable
@@ -346,15 +347,19 @@ def server(shared: Shared[Any, Any], *, name: str = "lethe", instructions: str |
         does on a replica that found the memory's history gone back, which follows it then."""
 
         def run() -> _R:
-            replica = served[0]
-            try:
-                return use(replica)
-            except MemoryGone:
-                with swapping:
-                    if served[0] is replica:
-                        served[0] = replica.reopened()
-            except HistoryRewound:
-                pass  # (nothing was written, and the replica follows the memory as it is now)
+            for _ in range(2):
+                replica = served[0]
+                try:
+                    return use(replica)
+                except MemoryGone:
+                    with swapping:
+                        if served[0] is replica:
+                            # (a ValueError: made again meanwhile with another configuration by
+                            # another client; the old replica follows that one, once told)
+                            with contextlib.suppress(ValueError):
+                                served[0] = replica.reopened()
+                except HistoryRewound:
+                    pass  # (nothing was written, and the replica follows the memory as it is now)
             return use(served[0])
 
         return _checked(run)

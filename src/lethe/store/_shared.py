@@ -382,7 +382,7 @@ class Shared(Generic[K, V]):
             raise MemoryGone(
                 f"{self._name!r} is no longer in the store (dropped, or its keys deleted: emptied, evicted, "
                 f"or a server restarted without persistence); this replica saw version {self._version}. "
-                f"Nothing was written. Open it again with Shared(...) to create it afresh"
+                f"Nothing was written. Open it again with Shared(...), or shared.reopened(), to create it afresh"
             ) from None
 
     def _follow(self, config: Config) -> None:
@@ -717,6 +717,7 @@ class Shared(Generic[K, V]):
 
         Raises:
             ValueError: ``timeout`` is negative or not a number.
+            MemoryGone: the memory is no longer in the store.
             HistoryRewound: the store's history went back (the replica then
                 follows the store, as after :meth:`update`).
             StoreError: the log cannot be read.
@@ -760,6 +761,7 @@ class Shared(Generic[K, V]):
 
         Raises:
             ValueError: ``version`` is negative or after the latest version.
+            MemoryGone: the memory is no longer in the store.
             StoreError: ``version`` is older than the retained log, or the log lacks a
                 record up to it that the store's latest version says it holds (damaged).
 
@@ -802,6 +804,7 @@ class Shared(Generic[K, V]):
         handled and pass it as ``since`` next time).
 
         Raises:
+            MemoryGone: the memory is no longer in the store.
             StoreError: versions after ``since`` were already compacted away.
 
         >>> from lethe import Memory
@@ -1124,6 +1127,7 @@ class Shared(Generic[K, V]):
                 is committed).
             RuntimeError: called from inside a function this object runs for
                 :meth:`update` or :meth:`transact`.
+            MemoryGone, HistoryRewound, StoreError: as :meth:`transact`.
 
         >>> from lethe import Memory
         >>> from lethe.store import InMemoryStore, Shared
@@ -1388,7 +1392,7 @@ class Shared(Generic[K, V]):
 
         Raises:
             ValueError: the name now holds a memory of another configuration.
-            StoreError: the store cannot be read.
+            StoreError: this object is closed, or the store cannot be read.
 
         >>> from lethe import Memory
         >>> from lethe.store import InMemoryStore, MemoryGone, Shared
@@ -1405,6 +1409,8 @@ class Shared(Generic[K, V]):
         (0, 10)
         """
         with self._lock:
+            if self._closed:
+                raise StoreError(f"{self._name!r}: this Shared is closed")
             template = self._replica.clear()
         return Shared(
             self._store,
