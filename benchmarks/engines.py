@@ -412,17 +412,7 @@ def floor_processes(engine: Engine, name: str, writers: int, count: int, text: s
         (version,) = conn.execute(f"SELECT n FROM {head} WHERE k = 0").fetchone()
     finally:
         conn.close()
-    total = writers * count
-    return {
-        "wall_s": wall,
-        "commits": total,
-        "commits_per_s": total / wall,
-        "per_writer_commits_per_s": [r["commits"] / r["elapsed_s"] for r in reports],
-        "attempts_per_commit": 1.0,
-        "final_version": version,
-        "kept": None,
-        "version_ok": version == total,
-    }
+    return sb.trial_result(reports, wall, version, None)
 
 
 def run_writers(

@@ -359,7 +359,13 @@ def writer_processes(
         version, kept = final.version, len(final.current())
     finally:
         check.close()
-    total = writers * count
+    return trial_result(reports, wall, version, kept)
+
+
+def trial_result(reports: list[dict[str, Any]], wall: float, version: int, kept: int | None) -> dict[str, Any]:
+    """One writers trial from its writers' ``reports`` (``commits``, ``elapsed_s``, ``attempts``
+    each), its wall time and the final version read back (and the entries kept, where read)."""
+    total = sum(r["commits"] for r in reports)
     return {
         "wall_s": wall,
         "commits": total,
