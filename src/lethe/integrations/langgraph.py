@@ -763,9 +763,14 @@ class LetheStore(BaseStore):
             mem = self._put(mem, key, write.value, old, texts=texts, vectors=[embedded[t] for t in texts], ttl=ttl)
             return mem, mem.peek(key)
 
-        if self._using(name, False, _caught_up) is None and fn(None) is None:
-            return None  # (nothing to delete where nothing was: no memory is made for it)
-        entry = self._using(name, True, lambda shared: shared.transact(write))
+        # In a 1-tuple: None alone says the memory is not there (and is not made for a delete).
+        done = self._using(name, False, lambda shared: (shared.transact(write),))
+        if done is None:
+            if fn(None) is None:
+                return None  # (nothing to delete where nothing was: no memory is made for it)
+            done = self._using(name, True, lambda shared: (shared.transact(write),))
+            assert done is not None
+        (entry,) = done
         return None if entry is None else _item(namespace, entry)
 
     async def aupdate(

@@ -374,8 +374,7 @@ class Shared(Generic[K, V]):
         """``method(name, *args)``, a method of the store; a name the store no longer holds
         (its keys deleted, the store emptied, a server restarted without persistence) raises
         :class:`MemoryGone` on every call until it is created again, never ``KeyError``."""
-        if self._closed:
-            raise StoreError(f"{self._name!r}: this Shared is closed")
+        self._refuse_if_closed()
         try:
             return method(self._name, *args)
         except KeyError:
@@ -384,6 +383,11 @@ class Shared(Generic[K, V]):
                 f"or a server restarted without persistence); this replica saw version {self._version}. "
                 f"Nothing was written. Open it again with Shared(...), or shared.reopened(), to create it afresh"
             ) from None
+
+    def _refuse_if_closed(self) -> None:
+        """StoreError once :meth:`close` was called."""
+        if self._closed:
+            raise StoreError(f"{self._name!r}: this Shared is closed")
 
     def _follow(self, config: Config) -> None:
         """Make ``config`` (with this process's hooks) the one replicas and writes use."""
@@ -1409,8 +1413,7 @@ class Shared(Generic[K, V]):
         (0, 10)
         """
         with self._lock:
-            if self._closed:
-                raise StoreError(f"{self._name!r}: this Shared is closed")
+            self._refuse_if_closed()
             template = self._replica.clear()
         return Shared(
             self._store,
