@@ -483,3 +483,23 @@ def test_combinators_holding_other_custom_functions_are_refused(store: Store, cl
     Shared(store, "notes", Memory(decay_fn=Product(hourly, Exponential()), clock_fn=clock))
     with pytest.raises(ValueError, match="decay_fn"):
         Shared(store, "notes", Memory(decay_fn=Product(every_second, Exponential()), clock_fn=clock))
+
+
+@pytest.mark.parametrize("commits", [0, 1])
+def test_await_change_tells_of_a_memory_made_again_as_wait_does(store: Store, clock: ManualClock, commits: int) -> None:
+    replicas: list[Shared[str, str]] = []
+    for _ in range(2):
+        shared: Shared[str, str] = Shared(store, "notes", Memory(max_entries=10, clock_fn=clock))
+        for i in range(commits):
+            shared.update(lambda m, i=i: m.put("v", key=f"k{i}"))
+        replicas.append(shared)
+    _vanish(store, "notes")
+    again: Shared[str, str] = Shared(store, "notes", Memory(max_entries=10, clock_fn=clock))
+    for i in range(commits):  # back at the version the old replicas saw, by other commits
+        again.update(lambda m, i=i: m.put("w", key=f"j{i}"))
+    waiting, awaiting = replicas
+    with pytest.raises(HistoryRewound):
+        waiting.wait(timeout=0)
+    with pytest.raises(HistoryRewound):
+        asyncio.run(awaiting.await_change(timeout=0))
+    assert awaiting.current().keys() == again.current().keys()

@@ -1356,22 +1356,25 @@ class Shared(Generic[K, V]):
         deadline = None if timeout is None else time.monotonic() + _checked_wait(timeout)
         start = self._version
         pause = _FIRST_POLL
+        check = True  # the first poll catches up whatever the store says, as wait() does
         while True:
-            if await asyncio.to_thread(self._moved, start):
+            if await asyncio.to_thread(self._moved, start, check):
                 return True
+            check = False
             left = math.inf if deadline is None else deadline - time.monotonic()
             if left <= 0:
                 return False
             await asyncio.sleep(min(pause, left))
             pause = min(2 * pause, _LAST_POLL)
 
-    def _moved(self, start: int) -> bool:
-        """Whether the replica moved past ``start``, catching up when the store did: one
-        short read, and never a wait for a write of this object in another thread."""
+    def _moved(self, start: int, check: bool) -> bool:
+        """Whether the replica moved past ``start``, catching up when the store did (or
+        ``check``: a memory made again may be back at ``start``): one short read, and never a
+        wait for a write of this object in another thread."""
         if self._version != start:
             return True
         latest = self._call(self._store.wait, start, 0.0)
-        if latest == start or not self._lock.acquire(blocking=False):
+        if (latest == start and not check) or not self._lock.acquire(blocking=False):
             return False  # nothing new, or a write of this object runs: it catches up; look again
         try:
             self._catch_up()
