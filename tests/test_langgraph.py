@@ -116,6 +116,95 @@ def test_it_answers_as_langgraphs_in_memory_store(steps: list[tuple[Any, ...]]) 
                 assert by_key[ns, k] == s
 
 
+# -- texts that embed to all zeros: similarity 0.0, as in InMemoryStore ---------------------
+
+
+def _directions(texts: list[str]) -> list[list[float]]:
+    """An embedder by a text's first word: ``zero`` none, ``pos`` along the query, ``neg`` against it."""
+    made = {"zero": [0.0, 0.0, 0.0], "pos": [1.0, 0.5, 0.0], "neg": [-1.0, 0.25, 0.0], "q": [1.0, 0.0, 0.0]}
+    return [made[t.split()[0]] for t in texts]
+
+
+@pytest.mark.parametrize("store", [LetheStore, InMemoryStore])
+def test_a_text_embedded_to_zeros_ranks_at_similarity_zero(store: Any) -> None:
+    ours = store(index={"dims": 3, "embed": _directions, "fields": ["text", "note"]})
+    ours.put(("a",), "neg", {"text": "neg a"})
+    ours.put(("a",), "zero", {"text": "zero a"})
+    ours.put(("a",), "neg+zero", {"text": "neg b", "note": "zero b"})  # the best of its texts: 0.0
+    ours.put(("a",), "zero+pos", {"note": "pos b", "text": "zero c"})
+    ours.put(("a",), "unindexed", {"text": "zero d"}, index=False)
+    ours.put(("a",), "textless", {"other": 1})
+    ours.put(("a",), "pos", {"text": "pos a"}, index=["text"])
+    hits = [(h.key, None if h.score is None else round(h.score, 5)) for h in ours.search(("a",), query="q", limit=10)]
+    assert hits[:5] == [("zero+pos", 0.89443), ("pos", 0.89443), ("zero", 0.0), ("neg+zero", 0.0), ("neg", -0.97014)]
+    assert sorted(hits[5:]) == [("textless", None), ("unindexed", None)]
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=60)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["k1", "k2", "k3", "k4"]),
+            st.sampled_from(["zero a", "pos a", "neg a", "neg b", "pos b"]),
+            st.one_of(st.none(), st.sampled_from(["zero n", "neg n", "pos n"])),
+            st.sampled_from([None, False, ["text"], ["note", "text"]]),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    st.integers(1, 5),
+    st.integers(0, 2),
+)
+def test_zero_embeddings_answer_as_langgraphs_in_memory_store(
+    puts: list[tuple[str, str, str | None, Any]], limit: int, offset: int
+) -> None:
+    config: Any = {"dims": 3, "embed": _directions, "fields": ["text", "note"]}
+    ours, theirs = LetheStore(index=config), InMemoryStore(index=config)
+    for key, text, note, index in puts:
+        value = {"text": text} if note is None else {"text": text, "note": note}
+        ours.put(("a",), key, value, index=index)
+        theirs.delete(("a",), key)  # (InMemoryStore keeps the vectors of a put's earlier value)
+        theirs.put(("a",), key, value, index=index)
+    for lim, off in ((limit, offset), (10, 0)):
+        mine = _answer(ours.search(("a",), query="q", limit=lim, offset=off))
+        reference = _answer(theirs.search(("a",), query="q", limit=lim, offset=off))
+        # Equal numbers may come in another order (InMemoryStore keeps a re-put key's first place),
+        # and InMemoryStore fills a page with unscored items past any offset (as the test above).
+        assert [s for *_, s in mine if s is not None] == [s for *_, s in reference if s is not None]
+    everything = _answer(theirs.search(("a",), query="q", limit=10))
+    assert sorted(_answer(ours.search(("a",), query="q", limit=10)), key=str) == sorted(everything, key=str)
+
+
+def test_a_zero_embedding_stays_out_of_the_value_and_a_real_vector_clears_it() -> None:
+    store = LetheStore(index={"dims": 3, "embed": _directions, "fields": ["text"]})
+    store.put(("a",), "k", {"text": "zero a"})
+    assert store.get(("a",), "k").value == {"text": "zero a"}  # type: ignore[union-attr]
+    (hit,) = store.search(("a",), query="q")
+    assert (hit.value, hit.score) == ({"text": "zero a"}, 0.0)
+    store.update(("a",), "k", lambda v: {"text": "neg a"})
+    assert store.shared(("a",)).current().peek("k").metadata.keys() == {"created_at", "updated_at"}
+    assert [h.score for h in store.search(("a",), query="q")] == [pytest.approx(-0.97014, abs=1e-5)]
+    store.put(("a",), "k", {"text": "zero a"}, index=False)  # unindexed: scoreless again, not 0.0
+    assert [h.score for h in store.search(("a",), query="q")] == [None]
+
+
+def test_a_zero_embedding_ranks_by_its_decay_with_a_template() -> None:
+    with freeze_time("2026-01-01 12:00:00") as clock:
+        store = LetheStore(
+            index={"dims": 3, "embed": _directions, "fields": ["text"]},
+            memory=Memory(max_entries=10, half_life=3600),
+            decay_weight=1.0,
+        )
+        store.put(("m",), "old", {"text": "zero a"})
+        clock.tick(3600)
+        store.put(("m",), "new", {"text": "neg a"})
+        hits = store.search(("m",), query="q", refresh_ttl=False)
+        assert [(h.key, h.score) for h in hits] == [
+            ("old", pytest.approx(0.0 + 0.5)),
+            ("new", pytest.approx(-0.97014 + 1.0, abs=1e-5)),
+        ]
+
+
 # -- a memory template: bounded, decaying namespaces ---------------------------------------
 
 

@@ -83,6 +83,9 @@ _T = TypeVar("_T")
 
 # The item's LangGraph bookkeeping, in its entry's metadata (the value stays the caller's dict).
 _CREATED, _UPDATED, _TTL, _VECTORS = "created_at", "updated_at", "ttl_minutes", "vectors"
+# True when one of the item's texts embedded to all zeros: no lethe Vector can hold it, yet
+# InMemoryStore ranks it at cosine 0.0 (not with the unembedded items at the end).
+_ZERO = "zero_vector"
 #: How many namespaces' replicas a LetheStore keeps, the latest used: a server that serves a
 #: namespace per user keeps a bounded number of them in memory, not every one it ever saw.
 _REPLICAS = 1024
@@ -318,6 +321,11 @@ def _checked_name(namespace: _Namespace) -> str:
         raise InvalidNamespaceError("Namespace cannot be empty.")
     validate_op_namespace(GetOp(namespace, ""))
     return _name(namespace)
+
+
+def _zero(entry: Entry[str, _Value]) -> bool:
+    """Whether one of the item's texts embedded to all zeros (its similarity to any query is 0.0)."""
+    return entry.metadata.get(_ZERO) is True
 
 
 def _caught_up(shared: Shared[str, _Value]) -> Shared[str, _Value]:
@@ -657,6 +665,8 @@ class LetheStore(BaseStore):
         searchable = [(t, v) for t, v in zip(texts, vectors) if v is not None]
         if len(searchable) > 1:  # the first is the entry's vector; the others rank it as well (the best counts)
             meta[_VECTORS] = [v.to_list() for _, v in searchable[1:]]
+        if len(searchable) < len(vectors):  # (a None is a text that embedded to all zeros)
+            meta[_ZERO] = True
         return mem.put(
             value,
             key=key,
@@ -806,7 +816,8 @@ class LetheStore(BaseStore):
                 scored.append((-number, rank, entry.seq, namespace, entry))
             if len(scored) < want:  # LangGraph's stores fill up with the items that have no vector
                 plain.extend(
-                    (namespace, e) for e in mem.filter(lambda e: e.vector is None and (keep is None or keep(e.value)))
+                    (namespace, e)
+                    for e in mem.filter(lambda e: e.vector is None and not _zero(e) and (keep is None or keep(e.value)))
                 )
         if query is None:
             if self._decaying:  # the most alive first
@@ -821,11 +832,12 @@ class LetheStore(BaseStore):
         return hits[op.offset : op.offset + op.limit]
 
     def _several(self, name: str, mem: Memory[str, _Value]) -> list[Entry[str, _Value]]:
-        """The items of ``mem`` with more than one vector: a pass over every entry, made once per
-        version of a namespace (searches of an unchanged namespace reuse it)."""
+        """The items of ``mem`` with more than one vector, or a text that embedded to all zeros: a
+        pass over every entry, made once per version of a namespace (searches of an unchanged
+        namespace reuse it)."""
         seen = self._multi.get(name)
         if seen is None or seen[0] is not mem:
-            seen = (mem, mem.filter(lambda e: _VECTORS in e.metadata))
+            seen = (mem, mem.filter(lambda e: _VECTORS in e.metadata or _zero(e)))
             with self._lock:
                 if name in self._memories:  # (kept only while its replica is)
                     self._multi[name] = seen
@@ -840,10 +852,12 @@ class LetheStore(BaseStore):
         keep: Callable[[Mapping[str, Any]], bool] | None,
     ) -> list[tuple[float, Entry[str, _Value]]]:
         """The best ``want`` items of ``mem`` that ``keep`` keeps, each with its number: the best
-        cosine of its vectors, plus ``decay_weight`` times its score with a template.
+        cosine of its vectors (0.0 for a text that embedded to all zeros, as InMemoryStore has it),
+        plus ``decay_weight`` times its score with a template.
 
         ``Memory.search`` ranks by the entry's own (first) vector, which no item's number is
-        below; an item with more vectors is ranked by all of them, so the answer is exact."""
+        below; an item in ``more`` (more vectors, or a zero one) is ranked by all of them, so
+        the answer is exact."""
         numbers, norm = query
         k = max(want, 1)
         while True:
@@ -856,8 +870,9 @@ class LetheStore(BaseStore):
         chosen.update((e.key, e) for e in more if keep is None or keep(e.value))
         ranked = []
         for entry in chosen.values():
-            assert entry.vector is not None
-            best = cosine(numbers, norm, entry.vector)
+            best = cosine(numbers, norm, entry.vector) if entry.vector is not None else 0.0
+            if _zero(entry):
+                best = max(best, 0.0)
             for extra in entry.metadata.get(_VECTORS, ()):
                 best = max(best, cosine(numbers, norm, Vector(extra)))
             decay = self._decay_weight * mem.score(entry.key) if self._decay_weight else 0.0

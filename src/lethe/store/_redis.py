@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from lethe._core.validate import flag
 from lethe.store._engine import checked_timeout, config_missing
-from lethe.store._errors import CommitUnknown, StoreError
+from lethe.store._errors import CommitUnknown, MemoryGone, StoreError
 from lethe.store._retry import Retry
 
 # Without the extra the class still imports (``from lethe.store import *`` works); building one
@@ -104,14 +104,15 @@ end
 """
 
 # KEYS: the memory's keys (_KEYS order). ARGV: config, head, 1 if the name is in the names set
-# (else 0), then seq, row pairs.  Returns the stored configuration, or 0 when it is missing while
-# the memory is not: the names set lists it, or another of its keys is there (a damaged store,
-# or keys evicted): then nothing is written, never a new memory over what is left.
+# (else 0), then seq, row pairs.  Returns the stored configuration, or when it is missing while
+# the memory is not, writes nothing (never a new memory over what is left) and returns 0: another
+# of its keys is there (a damaged store, or a drop cut off or still under way); -1: none is, but
+# the names set lists it (a drop that has not unlisted it yet, or every key deleted).
 _OPEN = """
 local config = redis.call('GET', KEYS[1])
 if config then return config end
-if ARGV[3] == '1' then return 0 end
 if redis.call('EXISTS', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]) > 0 then return 0 end
+if ARGV[3] == '1' then return -1 end
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('SET', KEYS[2], 0)
 redis.call('SET', KEYS[3], ARGV[2])
@@ -580,12 +581,25 @@ class RedisStore:
 
     def open(self, name: str, config: str, head: str, rows: Sequence[tuple[int, str]]) -> str:
         """See :meth:`lethe.store.Store.open`.  A memory whose configuration key is missing while
-        another of its keys is there, or its name is in the names set, is refused."""
+        another of its keys is there is refused (:class:`~lethe.store.StoreError`); one with no
+        key left whose name is still in the names set is gone (:class:`~lethe.store.MemoryGone`):
+        dropped by another client that has not unlisted it yet (so it is opened again once the
+        drop is done), or its keys deleted (``drop(name)`` unlists it)."""
         pairs = [part for seq, row in rows for part in (seq, row)]
         # The names set lives apart from the memory's hash tag (its own Cluster slot), so it is
         # read before the script: a name listed there was created, whatever keys are left of it.
         listed = self._run(lambda: self._client.sismember(self._names, name), name)
         stored = self._script("open", name, config, head, 1 if listed else 0, *pairs)
+        if stored == -1 and not self._run(lambda: self._client.sismember(self._names, name), name):
+            # (a drop unlisted it after the first look: the name is new now)
+            stored = self._script("open", name, config, head, 0, *pairs)
+        if stored == -1:
+            raise MemoryGone(
+                f"{name!r} is no longer in the store: the configuration of an existing memory is missing, and"
+                " every other key of it, while its name is still listed (a drop of it not done yet, or cut off"
+                " before it unlisted the name; or its keys deleted). Nothing was written; open it again once"
+                f" the drop is done, or store.drop({name!r}) unlists it"
+            )
         if isinstance(stored, int):
             raise StoreError(f"{config_missing(name)} (so does a drop of it cut off midway, or still under way)")
         self._run(lambda: self._client.sadd(self._names, name), name)
@@ -824,9 +838,10 @@ class RedisStore:
         ids at once (UNLINK: freed outside the server's main thread), so from then on every
         method finds no such memory; each removes at most 1,000 checkpoints, and calls follow
         until none is left (so O(checkpoints / 1,000) calls, usually one).  Then the name leaves
-        the names set (another slot, so not in the same instant: a process opening the name
-        while it is dropped may list it again with no keys left, which :meth:`open` then
-        refuses until the name is dropped again).
+        the names set (another slot, so not in the same instant: :meth:`open` in between raises
+        :class:`~lethe.store.MemoryGone`; and a process opening the name while it is dropped
+        may list it again with no keys left, which :meth:`open` then finds gone until the name
+        is dropped again).
 
         A drop cut off midway (the process killed, or the server unreachable for ``timeout``
         seconds: :class:`~lethe.store.StoreError`) leaves the memory absent to every reader and
