@@ -698,3 +698,19 @@ def test_the_cli_reads_time_from_the_library_s_manual_clock() -> None:
         text = module.read_text(encoding="utf-8")
         assert "def __call__" not in text, module.name  # no clock of its own
         assert "bisect" not in text.lower(), module.name  # forecasts are Memory.time_until's
+
+
+def test_inspect_reads_a_pipe_once(tmp_path: Path) -> None:
+    # (``cat mem.json | lethe inspect /dev/stdin``: a pipe read for an SQLite header first lost it)
+    text = json.dumps(build_memory().to_dict())
+    piped = subprocess.run(
+        [sys.executable, "-m", "lethe", "inspect", "/dev/stdin", "--at", AT, "--json"],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    from_file = run("inspect", saved(tmp_path, text), "--at", AT, "--json")
+    assert piped.returncode == 0, piped.stderr
+    assert json.loads(piped.stdout)["entries"] == json.loads(from_file.stdout)["entries"]

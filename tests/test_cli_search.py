@@ -48,3 +48,10 @@ def test_search_reads_a_store(tmp_path: Path) -> None:
     result = run("inspect", str(db), "--name", "bot", "--at", AT, "--search", "editor", "--json")
     assert result.returncode == 0, result.stderr
     assert [e["key"] for e in json.loads(result.stdout)["entries"]] == ["vim"]
+
+
+def test_search_shows_at_most_top_hits_zero_included(tmp_path: Path) -> None:
+    path = saved(tmp_path, build_memory().to_dict())
+    for top, keys in (("0", []), ("1", ["rule"]), ("5", ["rule", "deploy"])):
+        doc = json.loads(run("inspect", path, "--at", AT, "--search", "node CEO", "--top", top, "--json").stdout)
+        assert [e["key"] for e in doc["entries"]] == keys

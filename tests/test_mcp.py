@@ -604,3 +604,34 @@ def test_a_dropped_memory_comes_back_as_last_configured_for_every_concurrent_cal
     run(main)
     other.close()
     engine.close()
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--capacity", str(2**63)], "--capacity"),
+        (["--model", "adaptive", "--half-life", "0.001"], "--half-life"),
+        (["--model", "nope"], "--model"),
+        (["--name", "a\x00b"], "--name"),
+        (["--name", "\udcff"], "--name"),
+        (["--transport", "streamable-http", "--host", "256.1.1.1"], "--host"),
+    ],
+)
+def test_a_bad_flag_is_refused_before_the_store_is_created(
+    flags: list[str], named: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "sub" / "m.db"
+    assert refused(capsys, "--db", str(db), *flags).startswith(f"lethe mcp: error: {named}")
+    assert not (tmp_path / "sub").exists()
+
+
+def test_a_port_in_use_leaves_an_existing_store_as_it_was(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "m.db"
+    Shared(SQLiteStore(db), "kept", Memory()).update(lambda m: m.put("v", key="k"))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        refused(capsys, "--db", str(db), "--name", "typo", "--transport", "streamable-http", "--port", port)
+    with SQLiteStore(db) as store:
+        assert store.names() == ["kept"]  # no memory "typo" made before the port was found taken

@@ -8,7 +8,9 @@
 * ``mcp --db PATH``: serve a memory kept in a lethe store to agents, as an MCP server (over
   stdio, or streamable HTTP); needs the ``mcp`` extra.
 
-Bad input is reported in one line on stderr with exit status 2.
+Bad input is reported in one line on stderr with exit status 2, output that cannot be written
+with status 1; a reader that goes away (``| head``) ends a command quietly with status 141, and
+Ctrl-C with 130.
 
 This module holds the entry point (:func:`main`) and the argument parser;
 each command has a module of its own (``_demo``, ``_curves``, ``_inspect``,
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -157,9 +160,34 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = build_parser().parse_args(argv)
-    # (The MCP server speaks its protocol on a stream of its own over stdout's buffer.)
-    with nullcontext() if args.command == "mcp" else _escaping(sys.stdout, sys.stderr):
-        return _run(args)
+    try:
+        # (The MCP server speaks its protocol on a stream of its own over stdout's buffer.)
+        with nullcontext() if args.command == "mcp" else _escaping(sys.stdout, sys.stderr):
+            status = _run(args)
+            sys.stdout.flush()  # (here, where a failure is reported, not at the interpreter's exit)
+            return status
+    except KeyboardInterrupt:
+        return 130  # (128 + SIGINT, as a shell reports a command it interrupted)
+    except BrokenPipeError:
+        _discard_output()  # the reader went away (``lethe inspect ... | head``): stop quietly
+        return 141  # (128 + SIGPIPE)
+    except OSError as exc:  # the output cannot be written (a full disk, ...)
+        _discard_output()
+        sys.stderr.write(f"lethe {args.command or 'demo'}: error: {exc}\n")
+        return 1
+
+
+def _discard_output() -> None:
+    """Point stdout at the null device: what is left in its buffer, flushed at exit, would fail
+    again (and Python would report that in a traceback of its own)."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, sys.stdout.fileno())
+        finally:
+            os.close(null)
+    except (OSError, ValueError):  # (a stdout without a file descriptor: nothing is flushed to one)
+        pass
 
 
 #: The error handlers of a text stream that raise on some text a ``str`` may hold.

@@ -13,8 +13,10 @@ Scores, states and forecasts are the library's own: ``Memory.scored``,
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
+import stat
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -185,6 +187,8 @@ def is_store(path: str) -> bool:
         CLIError: no such file, or it cannot be read.
     """
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode) and not os.path.isdir(path):
+            return False  # a pipe (``<(cat m.json)``, ``/dev/stdin``): read once, as a JSON file
         with open(path, "rb") as fh:
             return fh.read(len(SQLITE_HEADER)) == SQLITE_HEADER
     except FileNotFoundError:
@@ -726,7 +730,9 @@ def inspect(
     if search is not None:
         clock.set(moment)
         weight = 0.25 if loaded.scored else 0.0
-        matches = {e.key: n for e, n in mem.search(search, k=top or 10, decay_weight=weight, lexical_weight=1.0)}
+        k = 10 if top is None else top
+        hits = mem.search(search, k=k, decay_weight=weight, lexical_weight=1.0) if k else []
+        matches = {e.key: n for e, n in hits}
         found = {r.key: r for r in rows if r.key in matches}
         rows = [found[key] for key in matches]
     half_life = half_life_of(mem) if loaded.scored else None

@@ -22,8 +22,10 @@ from lethe import Memory
 from lethe._cli._format import CLIError, parse_duration
 from lethe._cli._inspect import looks_like_url, not_a_store_url, scrubbed, server_of, shown, timeout_needs_a_server
 from lethe._cli._models import build_model
+from lethe._memory.config import MAX_ENTRIES
 from lethe.decay import BUILTINS
 from lethe.store import Shared, SQLiteStore, Store, StoreClock, StoreError
+from lethe.store._records import utf8
 from lethe.store._shared import stored_template
 
 #: The defaults of a memory ``lethe mcp`` creates: a long-term memory, whose untouched
@@ -143,12 +145,13 @@ def _differs(stored: Memory[Any, Any], where: str, name: str, options: Options) 
 def check(options: Options) -> float | None:
     """Raise CLIError naming the first bad flag of ``options``, before anything is opened; else
     return ``--timeout`` in seconds (None when not given)."""
-    if options.capacity is not None and options.capacity < 1:
-        raise CLIError(f"--capacity: must be a positive number of entries, got {options.capacity}")
-    if options.model is not None and options.model not in BUILTINS:
-        raise CLIError(f"--model: unknown decay model {options.model!r}; choose one of {sorted(BUILTINS)}")
-    if options.half_life is not None:
-        parse_duration(options.half_life, "--half-life")
+    if options.capacity is not None and not 1 <= options.capacity <= MAX_ENTRIES:
+        raise CLIError(f"--capacity: must be a number of entries from 1 to 2**63 - 1, got {options.capacity}")
+    # (the model a new memory would decay with: a model or half-life it cannot be built from is
+    # refused before the store is opened, or created)
+    build_model(options.model or DEFAULT_MODEL, parse_duration(options.half_life or DEFAULT_HALF_LIFE, "--half-life"))
+    if "\x00" in options.name or not utf8(options.name):
+        raise CLIError(f"--name: must be text without NUL characters or lone surrogates, got {options.name!r}")
     if options.transport not in TRANSPORTS:
         raise CLIError(f"--transport: expected one of {', '.join(TRANSPORTS)}, got {options.transport!r}")
     if not 0 <= options.port <= 65535:
@@ -216,6 +219,8 @@ def serve(options: Options) -> int:
             raise
         raise CLIError(f"needs the MCP SDK ({exc}): pip install 'lethe-decay[mcp]'") from None
     timeout = check(options)
+    if options.transport != "stdio":
+        _can_listen(options.host, options.port)  # (before the store is opened, or created)
     where = shown(options.db)
     store = open_store(options.db, timeout)
     try:
@@ -228,7 +233,6 @@ def serve(options: Options) -> int:
             if options.transport == "stdio":
                 app.run("stdio")
             else:
-                _can_listen(options.host, options.port)
                 app.run("streamable-http", host=options.host, port=options.port)
         except KeyboardInterrupt:
             pass

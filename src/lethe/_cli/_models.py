@@ -20,11 +20,18 @@ def distinct_models() -> list[str]:
 
 
 def build_model(name: str, half_life: float) -> Any:
-    """The built-in decay function ``name`` for ``half_life`` (CLIError if unknown or invalid)."""
+    """The built-in decay function ``name`` for ``half_life``.
+
+    Raises:
+        CLIError: naming ``--model`` (not a built-in) or ``--half-life`` (one the model
+            cannot be built from).
+    """
+    if name not in BUILTINS:
+        raise CLIError(f"--model: unknown decay model {name!r}; choose one of {sorted(BUILTINS)}")
     try:
         return by_name(name, half_life)
     except (TypeError, ValueError) as exc:
-        raise CLIError(str(exc)) from None
+        raise CLIError(f"--half-life: {str(exc).removeprefix('half_life: ')}") from None
 
 
 def uses_half_life(name: str, half_life: float) -> bool:
