@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -23,17 +24,31 @@ from lethe._cli._format import (
     parse_duration,
     parse_time,
     preview,
-    read_lines,
 )
 from lethe._cli._models import build_model, uses_half_life
 from lethe._cli._states import count_text, counts, state
 from lethe._memory.config import MAX_ENTRIES
 
+#: The fields each op takes besides ``t`` and ``op`` (as the op lines of the help name them),
+#: in the order the report counts the ops. An op that takes ``value`` requires it; one that
+#: takes ``key`` requires it too, but ``put``.
+OP_FIELDS: dict[str, frozenset[str]] = {
+    "put": frozenset({"key", "value", "importance", "pinned", "metadata"}),
+    "get": frozenset({"key", "importance"}),
+    "touch": frozenset({"key", "importance"}),
+    "update": frozenset({"key", "value"}),
+    "pin": frozenset({"key"}),
+    "unpin": frozenset({"key"}),
+    "delete": frozenset({"key"}),
+    "evict": frozenset(),
+}
 #: The operations a log line may name, in the order the report counts them.
-OPS = ("put", "get", "touch", "update", "pin", "unpin", "delete", "evict")
-_KEYED = frozenset(OPS) - {"put", "evict"}
+OPS = tuple(OP_FIELDS)
 #: Every field a log line may have.
-EVENT_FIELDS = frozenset({"t", "op", "key", "value", "importance", "pinned", "metadata"})
+EVENT_FIELDS = frozenset({"t", "op"}).union(*OP_FIELDS.values())
+#: How deep a field may nest: json, the stand-in summaries and Memory's copy of metadata
+#: recurse, and must stay inside Python's recursion limit wherever they are called from.
+MAX_DEPTH = 100
 _SIM_START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 #: The log format ``lethe simulate`` reads (its ``--help`` epilog, quoted in docs/cli.md).
@@ -160,8 +175,15 @@ def simulate(path: str, model: str = "exponential", half_life: str = "1h", capac
     progress = Progress("simulate", size)
     done_bytes = 0
     try:
-        for lineno, line in enumerate(read_lines(path), start=1):
-            done_bytes += len(line.encode("utf-8"))
+        for lineno, line in enumerate(_read_lines(path), start=1):
+            try:
+                done_bytes += len(line.encode("utf-8"))
+            except UnicodeEncodeError:
+                # Only an undecodable byte, escaped by _read_lines, cannot be encoded again.
+                try:
+                    line.encode("utf-8", "surrogateescape").decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise CLIError(f"{path}:{lineno}: not UTF-8 ({exc})") from None
             if lineno % 256 == 0:
                 progress.update(done_bytes)
             if not line.strip():
@@ -187,6 +209,36 @@ def simulate(path: str, model: str = "exponential", half_life: str = "1h", capac
     return report
 
 
+def _read_lines(path: str) -> Iterator[str]:
+    """The lines of the file at ``path``, read as they are needed; a byte that is not UTF-8 is
+    escaped (``surrogateescape``), for :func:`simulate` to refuse with its line number.
+
+    Raises:
+        CLIError: no such file, or it cannot be read.
+    """
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+            yield from fh
+    except FileNotFoundError:
+        raise CLIError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise CLIError(f"{path}: cannot read: {exc}") from None
+
+
+def _check_field(name: str, data: Any) -> None:
+    """Refuse a field nested deeper than :data:`MAX_DEPTH`, or holding a number too large
+    for a float (``1e400`` reads as ``inf``, which the ``--json`` report cannot hold)."""
+    stack = [(data, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            raise CLIError(f"{name}: must be finite, got a number too large for a float")
+        if isinstance(item, (dict, list)):
+            if depth > MAX_DEPTH:
+                raise CLIError(f"{name}: nested deeper than {MAX_DEPTH} levels")
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+
+
 def _not_json(name: str) -> Any:
     """Refuse ``NaN`` and ``Infinity``, which Python's ``json`` reads but JSON does not have:
     the report written with ``--json`` must be JSON too."""
@@ -199,6 +251,8 @@ def _replay(line: str, mem: Any, clock: ManualClock, report: SimulationReport, r
         event = json.loads(line, parse_constant=_not_json)
     except ValueError as exc:
         raise CLIError(f"not valid JSON: {exc}") from None
+    except RecursionError:
+        raise CLIError("not valid JSON: nested too deeply") from None
     if not isinstance(event, dict):
         raise CLIError(f"expected a JSON object, got a JSON {json_type(event)}")
     unknown = sorted(set(event) - EVENT_FIELDS)
@@ -207,6 +261,12 @@ def _replay(line: str, mem: Any, clock: ManualClock, report: SimulationReport, r
     op = event.get("op")
     if op not in OPS:
         raise CLIError(f"op: expected one of {', '.join(OPS)}, got {op!r}")
+    fields = OP_FIELDS[op]
+    misplaced = sorted(set(event) - fields - {"t", "op"})
+    if misplaced:
+        raise CLIError(f"{misplaced[0]}: not taken by op {op!r}")
+    for name, data in event.items():
+        _check_field(name, data)
     if "t" not in event:
         raise CLIError("t: missing")
     if report.start is None:
@@ -219,9 +279,9 @@ def _replay(line: str, mem: Any, clock: ManualClock, report: SimulationReport, r
     key = event.get("key")
     if key is not None and (isinstance(key, bool) or not isinstance(key, (str, int, float))):
         raise CLIError(f"key: expected a string or a number, got a JSON {json_type(key)}")
-    if op in _KEYED and key is None:
+    if op != "put" and "key" in fields and key is None:
         raise CLIError(f"key: required for {op!r}")
-    if op in ("put", "update") and "value" not in event:
+    if "value" in fields and "value" not in event:
         raise CLIError(f"value: required for {op!r}")
     clock.set(when)
     report.events += 1
