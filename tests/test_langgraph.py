@@ -617,3 +617,81 @@ def test_every_engine_serves_it_and_a_second_process_sees_the_same(store: Any) -
     assert mine[2][2] is None  # not indexed: listed after the ranked ones, without a score
     assert reader.get(("u", "m"), "car").value == {"text": "blue car", "seen": 2}  # type: ignore[union-attr]
     assert reader.list_namespaces(prefix=("u",)) == [("u", "m"), ("u", "x")]
+
+
+# -- abatch: concurrent callers batched together ---------------------------------
+
+
+async def test_concurrent_async_writes_to_a_namespace_commit_together(tmp_path: Path) -> None:
+    # (LangGraph's async stores batch their callers so; 60,000 such calls took 94 s on PostgreSQL)
+    import asyncio
+
+    with LetheStore(SQLiteStore(tmp_path / "m.db")) as store:
+        await asyncio.gather(*(store.aput(("n",), f"k{i}", {"i": i}) for i in range(50)))
+        got = await asyncio.gather(*(store.aget(("n",), f"k{i}") for i in range(50)))
+        assert [item.value for item in got] == [{"i": i} for i in range(50)]  # type: ignore[union-attr]
+        assert store.shared(("n",)).version < 10  # far fewer commits than puts
+
+
+async def test_a_batched_caller_that_fails_fails_alone() -> None:
+    import asyncio
+
+    def summarize(entry: Entry[str, Any]) -> str:
+        if entry.value.get("boom"):
+            raise RuntimeError("boom")
+        return "summary"
+
+    store = LetheStore(memory=Memory(max_entries=1, summarize_fn=summarize))
+    await store.aput(("a",), "x", {"boom": True})
+    outcomes = await asyncio.gather(
+        store.aput(("b",), "y", {"v": 1}),
+        store.aput(("a",), "z", {"v": 2}),  # evicts x, whose summary fails: nothing of it is written
+        store.aput(("c",), "w", {"v": 3}),
+        return_exceptions=True,
+    )
+    assert outcomes[0] is None
+    assert outcomes[2] is None
+    assert "boom" in repr(outcomes[1])
+    assert [await store.aget(ns, key) is not None for ns, key in ((("b",), "y"), (("c",), "w"), (("a",), "x"))] == [
+        True,
+        True,
+        True,
+    ]
+    assert await store.aget(("a",), "z") is None
+
+
+async def test_a_cancelled_batched_caller_leaves_the_others_be() -> None:
+    import asyncio
+
+    store = LetheStore()
+    tasks = [asyncio.ensure_future(store.aput(("n",), f"k{i}", {"i": i})) for i in range(20)]
+    await asyncio.sleep(0)  # (every caller queued)
+    tasks[3].cancel()
+    outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+    assert [o for i, o in enumerate(outcomes) if i != 3] == [None] * 19
+    assert len(await store.asearch(("n",), limit=100)) in (19, 20)  # (the cancelled put may have gone in)
+
+
+def test_async_callers_on_several_event_loops_at_once() -> None:
+    import asyncio
+
+    store = LetheStore()
+    errors: list[BaseException] = []
+
+    async def write(loop_number: int) -> None:
+        await asyncio.gather(*(store.aput(("n", str(loop_number)), f"k{i}", {"i": i}) for i in range(30)))
+
+    def run(loop_number: int) -> None:
+        try:
+            asyncio.run(write(loop_number))
+        except BaseException as exc:  # (reported by the test, not lost in the thread)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert errors == []
+    assert sorted(store.list_namespaces()) == [("n", str(n)) for n in range(4)]
+    assert all(len(store.search(("n", str(n)), limit=100)) == 30 for n in range(4))

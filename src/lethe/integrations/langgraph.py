@@ -310,6 +310,40 @@ class _Plan(NamedTuple):
     queries: list[str]
 
 
+#: A batch's puts by namespace and key, each with the vectors of its texts.
+_Puts = dict[tuple[_Namespace, str], tuple[_Write, list[Vector | None]]]
+
+
+def _paired(plan: _Plan, vectors: list[Vector | None]) -> _Puts:
+    """The plan's puts, each with the vectors of its texts (``vectors``: those of ``plan.texts``)."""
+    paired: _Puts = {}
+    at = 0
+    for key, write in plan.writes.items():
+        paired[key] = (write, vectors[at : at + len(write.texts)])
+        at += len(write.texts)
+    return paired
+
+
+class _Queued(NamedTuple):
+    """A batch of :meth:`LetheStore.abatch` waiting for the worker thread, and where it answers."""
+
+    ops: list[Op]
+    puts: _Puts
+    queries: dict[str, tuple[Any, float]]
+    answer: asyncio.Future[list[Result]]
+
+
+def _settle(queued: list[_Queued], outcomes: Sequence[list[Result] | BaseException]) -> None:
+    """Give each queued batch its outcome (on its loop's thread), unless its caller gave up."""
+    for batch, outcome in zip(queued, outcomes):
+        if batch.answer.done():
+            continue
+        if isinstance(outcome, BaseException):
+            batch.answer.set_exception(outcome)
+        else:
+            batch.answer.set_result(outcome)
+
+
 def _checked_name(namespace: _Namespace) -> str:
     """The memory name of ``namespace``, checked as LangGraph checks a namespace.
 
@@ -426,6 +460,10 @@ class LetheStore(BaseStore):
         self._memories: OrderedDict[str, Shared[str, _Value]] = OrderedDict()  # the latest used last
         self._multi: dict[str, tuple[Memory[str, _Value], list[Entry[str, _Value]]]] = {}
         self._lock = threading.Lock()
+        # abatch's batches waiting for a worker thread, by event loop, and the loops that run one
+        self._queued: dict[asyncio.AbstractEventLoop, list[_Queued]] = {}
+        self._draining: set[asyncio.AbstractEventLoop] = set()
+        self._drains: set[asyncio.Task[None]] = set()  # (kept referenced while they run)
 
     # -- namespaces ---------------------------------------------------------
 
@@ -568,10 +606,17 @@ class LetheStore(BaseStore):
                 vectors = self._vectors(plan.texts, self.embeddings.embed_documents(plan.texts))
             for q in plan.queries:
                 queries[q] = query_vector(self.embeddings.embed_query(q), "query")
-        return self._run(ops, plan, vectors, queries)
+        return self._run(ops, _paired(plan, vectors), queries)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """:meth:`batch` for asyncio: the embedder's async methods, the store's work in a thread."""
+        """:meth:`batch` for asyncio: the embedder's async methods, the store's work in a thread.
+
+        Batches of one event loop that wait for that thread together run as one, as
+        LangGraph's own async stores batch their callers: each namespace is read and
+        written once for all of them (their reads answer as of before their writes, as
+        concurrent calls may).  A batch that fails so runs again alone, so each caller
+        gets its own batch's answer or error.
+        """
         ops = list(ops)
         plan = self._plan(ops)
         vectors: list[Vector | None] = []
@@ -581,10 +626,74 @@ class LetheStore(BaseStore):
                 vectors = self._vectors(plan.texts, await self.embeddings.aembed_documents(plan.texts))
             made = await asyncio.gather(*(self.embeddings.aembed_query(q) for q in plan.queries))
             queries = {q: query_vector(v, "query") for q, v in zip(plan.queries, made)}
-        return await asyncio.to_thread(self._run, ops, plan, vectors, queries)
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[list[Result]] = loop.create_future()
+        with self._lock:
+            self._queued.setdefault(loop, []).append(_Queued(ops, _paired(plan, vectors), queries, answer))
+            start = loop not in self._draining
+            if start:
+                self._draining.add(loop)
+        if start:
+            self._drains.add(drain := loop.create_task(self._drain(loop)))
+            drain.add_done_callback(self._drains.discard)
+        return await answer
+
+    async def _drain(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Run the batches queued on ``loop`` in a worker thread, those queued together as one,
+        until none is left."""
+        while True:
+            with self._lock:
+                queued = self._queued.pop(loop, [])
+                if not queued:
+                    self._draining.discard(loop)
+                    return
+            try:
+                outcomes = await asyncio.to_thread(self._run_queued, queued)
+            except BaseException:  # (the drain cancelled: its loop is closing) so are its callers
+                with self._lock:
+                    self._draining.discard(loop)
+                    queued += self._queued.pop(loop, [])
+                for batch in queued:
+                    batch.answer.cancel()
+                raise
+            _settle(queued, outcomes)
+
+    def _run_queued(self, queued: list[_Queued]) -> list[list[Result] | BaseException]:
+        """Each queued batch's results (or error): run as one batch, or each alone when that fails."""
+        if len(queued) > 1:
+            puts: _Puts = {}
+            for batch in queued:
+                for key, put in batch.puts.items():
+                    puts.pop(key, None)  # (the last put of a key wins, in its place, as in a batch)
+                    puts[key] = put
+            try:
+                results = self._run(
+                    [op for batch in queued for op in batch.ops],
+                    puts,
+                    {q: v for batch in queued for q, v in batch.queries.items()},
+                )
+            except Exception:  # (nothing of a failed batch answers: each runs alone, and fails alone)
+                pass
+            else:
+                out: list[list[Result] | BaseException] = []
+                at = 0
+                for batch in queued:
+                    out.append(results[at : at + len(batch.ops)])
+                    at += len(batch.ops)
+                return out
+        outcomes: list[list[Result] | BaseException] = []
+        for batch in queued:
+            try:
+                outcomes.append(self._run(batch.ops, batch.puts, batch.queries))
+            except Exception as exc:
+                outcomes.append(exc)
+        return outcomes
 
     def _run(
-        self, ops: Sequence[Op], plan: _Plan, vectors: list[Vector | None], queries: dict[str, tuple[Any, float]]
+        self,
+        ops: Sequence[Op],
+        puts: _Puts,
+        queries: dict[str, tuple[Any, float]],
     ) -> list[Result]:
         views: dict[str, Memory[str, _Value] | None] = {}
         refresh: dict[str, set[str]] = {}
@@ -607,16 +716,14 @@ class LetheStore(BaseStore):
             else:
                 results.append(None)
         by_namespace: dict[_Namespace, list[tuple[_Write, list[Vector | None]]]] = {}
-        at = 0
-        for (namespace, _), write in plan.writes.items():
-            by_namespace.setdefault(namespace, []).append((write, vectors[at : at + len(write.texts)]))
-            at += len(write.texts)
+        for (namespace, _), put in puts.items():
+            by_namespace.setdefault(namespace, []).append(put)
         for namespace, writes in by_namespace.items():
             name = _name(namespace)
             if all(w.value is None for w, _ in writes) and self._view(name, views) is None:
                 continue  # deleting from a namespace that never was: nothing to write
-            puts = any(w.value is not None for w, _ in writes)  # (deletes alone never make a memory)
-            self._using(name, puts, partial(self._commit, writes=writes))
+            create = any(w.value is not None for w, _ in writes)  # (deletes alone never make a memory)
+            self._using(name, create, partial(self._commit, writes=writes))
             for write, _ in writes:
                 refresh.get(name, set()).discard(write.op.key)
         for name, keys in refresh.items():
