@@ -635,3 +635,75 @@ def test_a_port_in_use_leaves_an_existing_store_as_it_was(tmp_path: Path, capsys
         refused(capsys, "--db", str(db), "--name", "typo", "--transport", "streamable-http", "--port", port)
     with SQLiteStore(db) as store:
         assert store.names() == ["kept"]  # no memory "typo" made before the port was found taken
+
+
+def test_a_key_an_answer_cannot_carry_is_refused_and_nothing_is_written() -> None:
+    shared: Shared[Any, str] = Shared(InMemoryStore(), "notes", Memory(max_entries=100))
+
+    async def main() -> None:
+        async with Client(server(shared)) as client:
+            assert "key" in await error(client, "remember", text="tea is black", key="\udfff")
+            assert "key" in await error(client, "forget", key="\udfff")
+
+    run(main)
+    assert (shared.version, len(shared.current())) == (0, 0)
+
+
+def test_text_other_code_wrote_that_json_cannot_hold_is_shown_escaped() -> None:
+    # (os.fsdecode gives such text: one entry of it stopped top, search and recall)
+    shared: Shared[Any, Any] = Shared(InMemoryStore(), "notes", Memory(max_entries=100))
+    shared.update(lambda m: m.put("report saved as r\udcff.txt", key="r\udcff").put("tea is black", key="t"))
+
+    async def main() -> None:
+        async with Client(server(shared)) as client:
+            top = await call(client, "top")
+            assert {(hit["key"], hit["text"]) for hit in top} == {
+                ("r\\udcff", "report saved as r\\udcff.txt"),
+                ("t", "tea is black"),
+            }
+            assert [hit["text"] for hit in await call(client, "search", query="report")] == [
+                "report saved as r\\udcff.txt"
+            ]
+            assert len(await call(client, "recall", query="report saved")) == 1
+            assert (await call(client, "stats"))["size"] == 2
+
+    run(main)
+
+
+def test_an_argument_a_tool_does_not_take_is_refused_and_nothing_is_written() -> None:
+    shared: Shared[Any, str] = Shared(InMemoryStore(), "notes", Memory(max_entries=100))
+
+    async def main() -> None:
+        async with Client(server(shared)) as client:
+            said = await error(client, "remember", text="ok", importanc=5, ttl_seconds=60)
+            assert "unknown argument 'importanc'" in said
+            assert "ttl" in said  # (what it takes, named)
+            assert "unknown argument 'x'" in await error(client, "stats", x=1)
+            for tool in (await client.list_tools()).tools:
+                assert tool.input_schema["additionalProperties"] is False
+
+    run(main)
+    assert shared.version == 0
+
+
+def test_a_negative_key_given_as_text_names_the_int_key() -> None:
+    shared: Shared[Any, str] = Shared(InMemoryStore(), "notes", Memory(max_entries=100))
+
+    async def main() -> None:
+        async with Client(server(shared)) as client:
+            await call(client, "remember", text="below zero", key=-5)
+            assert (await call(client, "remember", text="replaced", key="-5"))["replaced"] is True
+            assert (await call(client, "forget", key="-5"))["text"] == "replaced"
+
+    run(main)
+    assert len(shared.current()) == 0
+
+
+def test_an_int_too_long_to_print_is_named_as_the_argument() -> None:
+    shared: Shared[Any, str] = Shared(InMemoryStore(), "notes", Memory(max_entries=100))
+
+    async def main() -> None:
+        async with Client(server(shared)) as client:
+            assert (await error(client, "top", k=10**5000)).startswith("top: k:")
+
+    run(main)

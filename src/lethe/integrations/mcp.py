@@ -28,7 +28,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from mcp_types import Tool as MCPTool
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -44,6 +46,7 @@ from lethe import Entry, Memory, MemoryFullError, __version__
 from lethe._memory.version import snapshot_of
 from lethe.decay._adapter import name_of
 from lethe.store import HistoryRewound, MemoryGone, Shared, StoreError
+from lethe.store._records import utf8
 
 __all__ = ["Forgotten", "Hit", "INSTRUCTIONS", "Remembered", "Stats", "server"]
 
@@ -147,12 +150,23 @@ _Ttl = Annotated[
         description="Seconds until it expires and is gone (e.g. 86400 for a day); leave out to keep it.",
     ),
 ]
+def _sendable(key: object) -> object:
+    """A key the answer can carry: text UTF-8 can encode (a lone surrogate cannot, and the
+    answer naming the key would fail after the write)."""
+    if isinstance(key, str) and not utf8(key):
+        raise ValueError("must be text without lone surrogates")
+    return key
+
+
 _NewKey = Annotated[
     StrictStr | StrictInt | None,
     Field(description="A key to store it under, replacing any memory with that key; leave out for a fresh one."),
+    AfterValidator(_sendable),
 ]
 _Key = Annotated[
-    StrictStr | StrictInt, Field(description="The key of the memory, as remember, recall, search or top gave it.")
+    StrictStr | StrictInt,
+    Field(description="The key of the memory, as remember, recall, search or top gave it."),
+    AfterValidator(_sendable),
 ]
 _Query = Annotated[str, Field(min_length=1, description="What to look for, in words.")]
 _K = Annotated[
@@ -167,17 +181,23 @@ def _seconds(duration: timedelta | float) -> float:
     return duration.total_seconds() if isinstance(duration, timedelta) else float(duration)
 
 
+def _shown(text: str) -> str:
+    """``text`` as an answer can carry it: a lone surrogate (text other code wrote, from
+    ``os.fsdecode`` say) escaped, ``\\udcff``, as JSON cannot hold one."""
+    return text if utf8(text) else text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _key_out(key: Any) -> str | int:
     """``key`` as a tool returns it: a str or an int as it is, anything else as text."""
-    return key if type(key) in (str, int) else str(key)
+    return key if type(key) is int else _shown(key if type(key) is str else str(key))
 
 
 def _text(entry: Entry[Any, Any]) -> str:
     """What an entry says: its value when a str, else its search text, else its value's repr."""
     value = entry.value
     if isinstance(value, str):
-        return value
-    return entry.text if entry.text is not None else repr(value)
+        return _shown(value)
+    return _shown(entry.text if entry.text is not None else repr(value))
 
 
 def _hit(entry: Entry[Any, Any], score: float) -> Hit:
@@ -206,7 +226,7 @@ def _held(mem: Memory[Any, Any], key: str | int) -> str | int | None:
         return key
     if isinstance(key, int):
         other: str | int = str(key)
-    elif key.isascii() and key.isdecimal() and len(key) <= _INT_DIGITS and str(int(key)) == key:
+    elif key.isascii() and key.removeprefix("-").isdecimal() and len(key) <= _INT_DIGITS and str(int(key)) == key:
         other = int(key)  # (a key may be any int, past 2**64 too: JSON clients often send those as text)
     else:
         return None
@@ -224,12 +244,20 @@ def _checked(what: Callable[[], _R]) -> _R:
         raise ToolError(f"the store cannot be used now: {exc}") from None
 
 
+def _brief(value: object) -> str:
+    """The start of ``value``'s repr (an int too long for one: how many digits it has)."""
+    try:
+        return repr(value)[:60]
+    except ValueError:  # (int's 4,300-digit limit)
+        return f"an int of about {int(value.bit_length() * 0.30103)} digits" if isinstance(value, int) else "?"
+
+
 def _said(tool: str, invalid: ValidationError) -> str:
     """A validation error as a model reads it best: each argument, what is wrong, what it got."""
     parts = []
     for error in invalid.errors(include_url=False):
         where = ".".join(str(part) for part in error["loc"]) or "arguments"
-        got = "" if error["type"] == "missing" else f" (got {repr(error.get('input'))[:60]})"
+        got = "" if error["type"] == "missing" else f" (got {_brief(error.get('input'))})"
         parts.append(f"{where}: {error['msg']}{got}")
     return f"{tool}: " + "; ".join(parts)
 
@@ -255,12 +283,25 @@ _NO_HITS: dict[str, Any] = {"result": []}
 
 
 class _Server(MCPServer):
-    """``MCPServer`` whose tool errors for bad arguments are one plain line per argument, and
-    whose answer of no hits is the text ``[]`` too."""
+    """``MCPServer`` whose tool errors for bad arguments are one plain line per argument, whose
+    tools refuse arguments they do not take, and whose answer of no hits is the text ``[]`` too."""
+
+    #: Each tool's arguments, by the tool's name.
+    takes: dict[str, frozenset[str]]
+
+    async def list_tools(self) -> list[MCPTool]:
+        # (the SDK's argument models ignore what they do not declare: say that they refuse it)
+        return [
+            tool.model_copy(update={"input_schema": {**tool.input_schema, "additionalProperties": False}})
+            for tool in await super().list_tools()
+        ]
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
+        unknown = sorted(set(arguments) - self.takes.get(name, frozenset(arguments)))
+        if unknown:  # (a misspelled ttl would otherwise keep a memory for ever)
+            raise ToolError(f"{name}: unknown argument {unknown[0]!r}; it takes {sorted(self.takes[name]) or 'none'}")
         try:
             result = await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -327,11 +368,13 @@ def server(shared: Shared[Any, Any], *, name: str = "lethe", instructions: str |
     ...     print(hit["key"], hit["text"], hit["access_count"])
     0 Ada likes green tea 1
     """
-    app: MCPServer = _Server(name, instructions=instructions, version=__version__)
+    app = _Server(name, instructions=instructions, version=__version__)
+    app.takes = {}
     reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     def tool(annotations: ToolAnnotations) -> Callable[[_F], _F]:
         def register(fn: _F) -> _F:
+            app.takes[fn.__name__] = frozenset(inspect.signature(fn).parameters)
             return app.tool(annotations=annotations, description=_described(fn))(fn)
 
         return register
