@@ -16,7 +16,7 @@ import sys
 import threading
 import warnings
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, cast, overload
 
 from lethe._core.reprs import short_repr
@@ -25,6 +25,8 @@ from lethe._core.reprs import short_repr
 MAX_DIMENSIONS = 65_536
 #: A length not computed yet.
 _UNKNOWN = math.nan
+#: The lengths of a query used as it is; one shorter or longer is scaled first (exactly).
+_QUERY_SIZES = (2.0**-256, 2.0**256)
 
 
 class Vector(Sequence[float]):
@@ -36,7 +38,8 @@ class Vector(Sequence[float]):
     numbers, hashes, pickles, and reads like a tuple of floats.
 
     Raises:
-        TypeError: ``values`` is not a sequence of real numbers.
+        TypeError: ``values`` is not a sequence of real numbers (a mapping, a set or a
+            complex number is not one).
         ValueError: it is empty, longer than 65,536, holds NaN or an infinity (or a
             number beyond float32's range), or is all zeros (it has no direction).
 
@@ -220,19 +223,29 @@ def vector(values: object, name: str = "vector") -> Vector:
 
 
 def query_vector(values: object, name: str = "query") -> tuple[array[float], float]:
-    """A query's numbers in double precision (as given: a query is never stored) and their
-    length, checked as a :class:`Vector` is (naming ``name``)."""
+    """A query's numbers in double precision (as given: a query is never stored; scaled by a
+    power of two when its length is extreme) and their length, checked as a :class:`Vector`
+    is (naming ``name``)."""
     if values.__class__ is Vector:
         return array("d", values._numbers()), values.norm
     data, _ = _converted(values, name, "d")
-    return data, math.hypot(*data)
+    norm = math.hypot(*data)
+    if not _QUERY_SIZES[0] <= norm <= _QUERY_SIZES[1]:
+        # Cosine does not see a query's size, and a power of two scales every number exactly: a
+        # query far from length 1 (or too long for a float) is brought near it, so neither its
+        # length nor its products with a vector's float32 numbers overflow or lose digits.
+        shift = math.frexp(max(max(data), -min(data)))[1]
+        data = _array("d", [math.ldexp(x, -shift) for x in data])
+        norm = math.hypot(*data)
+    return data, norm
 
 
 def _converted(values: object, name: str, typecode: str) -> tuple[array[float], float]:
     """``values`` as numbers of ``typecode`` (``"f"``: float32, ``"d"``: float64) and their
     length, checked (naming ``name``)."""
-    if isinstance(values, (str, bytes, bytearray, memoryview)) or not hasattr(values, "__len__"):
-        raise TypeError(f"{name} must be a sequence of numbers, got {type(values).__name__}")
+    kind = values.__class__
+    if kind is not list and kind is not tuple and not _sequence(values):
+        raise TypeError(f"{name} must be a sequence of numbers, got {kind.__name__}")
     try:
         if getattr(values, "ndim", 1) != 1:
             raise TypeError(f"{name} must be one-dimensional, got {values.ndim} dimensions")  # type: ignore[attr-defined]
@@ -259,14 +272,28 @@ def _converted(values: object, name: str, typecode: str) -> tuple[array[float], 
     return data, _UNKNOWN
 
 
+def _sequence(values: object) -> bool:
+    """Whether ``values`` reads as a sequence: a length and numbers by index (a mapping or a set
+    would be read by its keys, in an order of its own; a str is text)."""
+    if isinstance(values, (str, bytes, bytearray, memoryview, Mapping)):
+        return False
+    return hasattr(values, "__len__") and hasattr(values, "__getitem__")
+
+
+def _complex(x: object) -> bool:
+    """Whether ``x`` is a complex number (Python's or numpy's)."""
+    return isinstance(x, complex) or getattr(getattr(x, "dtype", None), "kind", None) == "c"
+
+
 def _array(typecode: str, values: Any = ()) -> array[float]:
     """An array of floats of ``typecode`` (``"f"`` or ``"d"``) holding ``values``."""
     return cast("array[float]", array(typecode, values))
 
 
-def _packed(values: list[Any] | tuple[Any, ...]) -> array[float] | None:
-    """A list of finite numbers as float32s, packed at C speed (``struct`` rounds to float32 as
-    ``array`` does, three times faster); None when it is not that (then checked number by number)."""
+def _packed(values: list[Any] | tuple[Any, ...], total: Any) -> array[float] | None:
+    """A list of numbers adding up to ``total`` as float32s, packed at C speed (``struct`` rounds
+    to float32 as ``array`` does, three times faster); None when they are not all finite (then
+    checked number by number)."""
     n = len(values)
     packer = _PACKERS.get(n)
     if packer is None:
@@ -274,11 +301,10 @@ def _packed(values: list[Any] | tuple[Any, ...]) -> array[float] | None:
             return None
         packer = _PACKERS[n] = struct.Struct(f"={n}f")  # (standard size: out of float32 range raises)
     try:
+        if not math.isfinite(total):  # (packed: each within float32's range)
+            return None
         raw = packer.pack(*values)
-        finite = math.isfinite(sum(values))  # (packed: each within float32's range)
     except (struct.error, OverflowError, TypeError):
-        return None
-    if not finite:
         return None
     out = _array("f")
     out.frombytes(raw)
@@ -293,13 +319,19 @@ def _floats(values: Any, typecode: str) -> tuple[array[float], bool]:
     copied at C speed; anything else number by number), and whether every number is known to
     be finite already."""
     if isinstance(values, (list, tuple)):
+        try:
+            total = sum(values)  # (complex when any number is, numpy's too: array and struct take its real part)
+        except (TypeError, OverflowError):
+            total = None
+        if total is None or _complex(total):
+            return _numbers(values, typecode), False  # the error names the item
         if typecode == "f":
-            packed = _packed(values)
+            packed = _packed(values, total)
             if packed is not None:
                 return packed, True
         try:
             return _array(typecode, values), False
-        except TypeError:
+        except (TypeError, OverflowError):
             return _numbers(values, typecode), False  # numpy scalars, say: else the error names the item
     if isinstance(values, array):
         return (_array(typecode, values) if values.typecode in "fd" else _numbers(values, typecode)), False
@@ -321,12 +353,16 @@ def _floats(values: Any, typecode: str) -> tuple[array[float], bool]:
 
 
 def _numbers(values: Any, typecode: str) -> array[float]:
-    """``values`` number by number (a str, bytes or complex is not a number here)."""
+    """``values`` number by number (a str, bytes or complex is not a number here; an int beyond
+    float range is an infinity, refused as one)."""
     out = _array(typecode)
     for x in values:
-        if isinstance(x, (complex, str, bytes)) or not hasattr(x, "__float__"):
+        if isinstance(x, (str, bytes)) or _complex(x) or not hasattr(x, "__float__"):
             raise TypeError(f"got {type(x).__name__} {short_repr(x)}")
-        out.append(float(x))
+        try:
+            out.append(float(x))
+        except OverflowError:
+            out.append(-math.inf if x < 0 else math.inf)
     return out
 
 

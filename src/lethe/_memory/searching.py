@@ -9,7 +9,7 @@ of another dimension, changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lethe._core import expiry as _expiry
@@ -17,7 +17,7 @@ from lethe._core.entry import checked_text, rehearsed
 from lethe._core.validate import flag, integer, number
 from lethe._core.vector import Vector, query_vector, vector
 from lethe._memory.reads import Moment, clock
-from lethe._memory.version import M, Version, closed, no_awaitable, opened, unchanged
+from lethe._memory.version import M, Version, closed, no_awaitable, opened
 from lethe.ranking import Scan
 from lethe.search._index import Index
 from lethe.search._query import Hit, Query, hits, terms_of
@@ -87,7 +87,7 @@ def content(
             if v is None and (t is not None or isinstance(value, str))
         ]
         if wanted:
-            made = embedded(mem, [checked_texts[i] or values[i] for i in wanted])
+            made = embedded(mem, [values[i] if (t := checked_texts[i]) is None else t for i in wanted])
             for i, made_vector in zip(wanted, made):
                 checked[i] = made_vector
     given = [v for v in checked if v is not None]
@@ -110,7 +110,8 @@ def per_pair(given: Sequence[Any] | None, n: int, name: str) -> Sequence[Any]:
     """
     if given is None:
         return [None] * n
-    if isinstance(given, (str, bytes)) or not hasattr(given, "__len__"):
+    # (a mapping or a set has no order of pairs: it would be read by its keys, in its own order)
+    if isinstance(given, (str, bytes, Mapping)) or not hasattr(given, "__len__") or not hasattr(given, "__getitem__"):
         raise TypeError(f"{name} must be a sequence with one item per pair, got {type(given).__name__}")
     if len(given) != n:
         raise ValueError(f"{name} has {len(given)} items for {n} pairs; one per pair (None for none)")
@@ -138,7 +139,15 @@ def query_of(mem: Version[Any, Any], query: object, k: object, options: tuple[ob
                 "lexical_weight: below 1 a text query needs embed_fn (Memory(embed_fn=...)) to compare vectors"
             )
         terms = terms_of(query) if lexical > 0.0 else None
-        vec = query_vector(embedded(mem, [query])[0]) if lexical < 1.0 else None
+        vec = None
+        if lexical < 1.0:
+            made = embedded(mem, [query])[0]
+            dims = dimensions(mem)
+            if dims is not None and len(made) != dims:
+                raise ValueError(
+                    f"query has {len(made)} dimensions; this memory's vectors have {dims} (made by embed_fn)"
+                )
+            vec = query_vector(made)
         return Query(terms, vec, lexical, k=k, decay_weight=w, min_relevance=floor, approximate=ann)
     if isinstance(query, (bytes, bytearray)) or not hasattr(query, "__len__"):
         raise TypeError(f"query must be a str or a sequence of numbers, got {type(query).__name__}")
@@ -172,11 +181,10 @@ def search(mem: Version[Any, Any], query: Query, at: Moment | None = None) -> li
 
 def recall(mem: M, query: Query) -> tuple[M, list[Hit]]:
     """``mem`` with ``query``'s hits rehearsed (as ``get`` rehearses), in one version, and the
-    hits as rehearsed, with the numbers that ranked them."""
+    hits as rehearsed, with the numbers that ranked them.  A write, hits or none: entries past
+    their deadline are removed and reported."""
     at = clock(mem)
     found = search(mem, query, at)
-    if not found:
-        return unchanged(mem), []
     now, now_us = at
     hook = mem._config.scorer.rehearse
     edit, gone = opened(mem, at)

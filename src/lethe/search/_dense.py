@@ -9,9 +9,11 @@ and answer the same two questions: every row's similarity best first
   fixed-size chunks, where each vector's own numbers move when the index first
   holds it (one copy of them, not two), so every row's similarity is one
   matrix-vector product per chunk, each within :attr:`NumpyRows.error` of the
-  exact one; the best rows are found by ``argpartition`` a block at a time, not
-  by sorting them all.  Exact similarities are computed in double precision from
-  the same float32 numbers (numpy's pairwise sum of the products, row by row).
+  exact one (a vector too short for float32 products, :data:`SHORT`, or so
+  long that they overflow, comes first, to be compared exactly); the best rows
+  are found by ``argpartition`` a block at a time, not by sorting them all.
+  Exact similarities are computed in double precision from the same float32
+  numbers (numpy's pairwise sum of the products, row by row).
 * :class:`PythonRows` (no dependency): each similarity computed exactly (a
   correctly rounded sum, ``math.fsum``), one row at a time.
 """
@@ -37,6 +39,12 @@ use_numpy = _np is not None
 FIRST_BLOCK = 512
 #: Vectors a chunk of :class:`NumpyRows` holds (2,048 of 384 dimensions: 3 MiB).
 CHUNK = 2048
+#: The shortest vector whose float32 similarity is within :attr:`NumpyRows.error` of the exact
+#: one.  A product or partial sum below float32's smallest normal number (2**-126) loses digits,
+#: or all of them where the processor flushes it to zero: at most 2**-126 each, so the 2d of them
+#: (d <= 2**16) move the similarity of a vector of length 2**-64 by 2**-45 at most, far inside
+#: the error allowed.  A shorter one (of subnormal numbers, say) is compared exactly instead.
+SHORT = 2.0**-64
 
 
 class PythonRows:
@@ -183,10 +191,13 @@ class NumpyRows:
             self._free.append(slot)
 
     def _held_in(self, i: int) -> tuple[Any, Any, Any]:
-        """Chunk ``i``'s slots held by a row, their rows, and one over their lengths (kept)."""
+        """Chunk ``i``'s slots held by a row, their rows, and one over their lengths (kept); an
+        infinity for a vector shorter than :data:`SHORT`."""
         rows = self._rows[i]
         mine = _np.flatnonzero(rows >= 0)
-        held = self._held[i] = (mine, rows[mine], 1.0 / self._norms[i][mine])
+        norms = self._norms[i][mine]
+        inverse = _np.divide(1.0, norms, out=_np.full(len(mine), _np.inf), where=norms >= SHORT)
+        held = self._held[i] = (mine, rows[mine], inverse)
         return held
 
     def cosines(self, vectors: Sequence[Vector | None], query: array[float], norm: float) -> list[float | None]:
@@ -226,7 +237,8 @@ class NumpyRows:
             return
         left = _np.concatenate(found)
         sims = _np.concatenate(values)
-        # A vector so long that its float32 products overflow: first, to be computed exactly.
+        # A vector so long that its float32 products overflow, or so short that they underflow
+        # (its inverse length infinite): first, to be computed exactly.
         sims[~_np.isfinite(sims)] = _np.inf
         if hidden:
             keep = ~_np.isin(left, _np.fromiter(hidden, dtype=_np.int64, count=len(hidden)))
