@@ -695,3 +695,51 @@ def test_async_callers_on_several_event_loops_at_once() -> None:
     assert errors == []
     assert sorted(store.list_namespaces()) == [("n", str(n)) for n in range(4)]
     assert all(len(store.search(("n", str(n)), limit=100)) == 30 for n in range(4))
+
+
+# -- a batch that fails writes nothing (found by a hostile run) --------------------
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        PutOp(("other",), "k", {"v": 1}, ttl=5e9),  # (within ttl's bound, past datetime.max from now)
+        PutOp(("bad\ud800",), "k", {"v": 1}),  # (a label no store can name)
+    ],
+)
+def test_a_batch_refused_while_it_would_write_writes_nothing(bad: PutOp, tmp_path: Path) -> None:
+    with LetheStore(SQLiteStore(tmp_path / "m.db")) as store:
+        with pytest.raises((ValueError, InvalidNamespaceError)):
+            store.batch([PutOp(("good",), "k", {"v": 1}), bad])
+        assert store.get(("good",), "k") is None
+        assert store.list_namespaces() == []
+
+
+def test_a_value_nested_too_deeply_to_copy_out_is_refused_at_put() -> None:
+    store = LetheStore()
+    deep: Any = 1
+    for _ in range(500):
+        deep = {"a": deep}
+    with pytest.raises(ValueError, match="nested at most 200 levels"):
+        store.put(("p",), "deep", deep)
+    assert store.search(("p",)) == []
+    kept: Any = 1
+    for level in range(199):  # (with the top one, 200 levels, lists among them)
+        kept = {"a": kept} if level % 2 else [kept]
+    kept = {"top": kept}
+    store.put(("p",), "kept", kept)
+    assert store.get(("p",), "kept").value == kept  # type: ignore[union-attr]
+
+
+def test_an_empty_indexed_text_is_embedded_as_langgraphs_in_memory_store_has_it() -> None:
+    def embed(texts: list[str]) -> list[list[float]]:
+        return [[1.0, float(len(t)), 0.5] for t in texts]
+
+    answers = []
+    for make in (InMemoryStore, LetheStore):
+        store = make(index={"dims": 3, "embed": embed, "fields": ["text"]})
+        store.put(("a",), "empty", {"text": ""})
+        store.put(("a",), "word", {"text": "normal"})
+        answers.append(_answer(store.search(("a",), query="abc")))
+    assert answers[0] == answers[1]
+    assert answers[1][1][2] is not None  # ranked, not listed after the ranked ones

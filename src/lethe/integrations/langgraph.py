@@ -70,6 +70,7 @@ from langgraph.store.base import (
 from lethe import Entry, Memory, Vector
 from lethe._core.vector import cosine, query_vector
 from lethe.store import HistoryRewound, InMemoryStore, MemoryGone, Shared, Store
+from lethe.store._records import utf8
 
 __all__ = ["NAME_PREFIX", "LetheStore"]
 
@@ -289,8 +290,28 @@ def _json_value(value: Mapping[str, Any]) -> _Value:
         raise TypeError(f"value must be a JSON object: {exc}") from None
     except ValueError as exc:
         raise ValueError(f"value must be a JSON object: {exc}") from None
+    except RecursionError:
+        text = None
+    if text is None or _depth(value) > _DEEPEST:
+        raise ValueError(f"value must be a JSON object nested at most {_DEEPEST} levels deep")
     made: _Value = json.loads(text)
     return made
+
+
+#: How deeply a value may nest: every read copies it out, and a copy recurses.
+_DEEPEST = 200
+
+
+def _depth(value: object) -> int:
+    """How deeply ``value``'s dicts and lists nest (1: none inside), found without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth <= _DEEPEST:  # (deeper is refused: no need to walk on)
+            children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+            stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return deepest
 
 
 class _Write(NamedTuple):
@@ -354,7 +375,16 @@ def _checked_name(namespace: _Namespace) -> str:
     if not namespace:
         raise InvalidNamespaceError("Namespace cannot be empty.")
     validate_op_namespace(GetOp(namespace, ""))
+    _check_encodable(namespace)
     return _name(namespace)
+
+
+def _check_encodable(labels: _Namespace) -> None:
+    """InvalidNamespaceError unless every label is text UTF-8 can encode, as every store keeps a
+    memory's name (a lone surrogate cannot be)."""
+    for label in labels:
+        if isinstance(label, str) and not utf8(label):
+            raise InvalidNamespaceError(f"Namespace labels must be text UTF-8 can encode, got {label!r}")
 
 
 def _zero(entry: Entry[str, _Value]) -> bool:
@@ -549,6 +579,7 @@ class LetheStore(BaseStore):
             if not isinstance(op, (GetOp, PutOp, SearchOp, ListNamespacesOp)):
                 raise ValueError(f"Unknown operation type: {type(op).__name__}")
             validate_op_namespace(op)
+            _check_encodable(op.namespace_prefix if isinstance(op, SearchOp) else getattr(op, "namespace", ()))
             if isinstance(op, PutOp):
                 if not op.namespace:
                     raise InvalidNamespaceError("Namespace cannot be empty.")
@@ -558,6 +589,11 @@ class LetheStore(BaseStore):
                     raise ValueError(
                         f"ttl must be None or a number of minutes > 0 (at most {_LONGEST_MINUTES:.4g}), got {op.ttl!r}"
                     )
+                if op.ttl is not None and op.value is not None:
+                    try:
+                        self._now() + timedelta(minutes=op.ttl)
+                    except OverflowError:
+                        raise ValueError(f"ttl: {op.ttl!r} minutes from now is past the latest datetime") from None
                 # Checked here, before any namespace commits: a batch that fails writes nothing.
                 value = None if op.value is None else _json_value(op.value)
                 writes.pop((op.namespace, op.key), None)  # the last put of a key wins, in its place
@@ -575,7 +611,7 @@ class LetheStore(BaseStore):
         if self.embeddings is None or op.value is None or op.index is False:
             return []
         paths = self._fields if op.index is None else [(p, p if p == "$" else tokenize_path(p)) for p in op.index]
-        return [text for _, path in paths for text in get_text_at_path(op.value, path) if text]
+        return [text for _, path in paths for text in get_text_at_path(op.value, path)]
 
     def _vectors(self, texts: Sequence[str], vectors: Sequence[Sequence[float]]) -> list[Vector | None]:
         if len(vectors) != len(texts):
