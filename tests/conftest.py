@@ -186,3 +186,16 @@ def shared_dir() -> Iterator[Path]:
         for item in (made, *made.iterdir()):
             item.chmod(0o755 if item.is_dir() else 0o644)
         shutil.rmtree(made)
+
+
+@pytest.fixture(params=["numpy", "python"])
+def rows(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Run a search test with numpy's float32 rows and with the pure-Python ones."""
+    from lethe.search import _dense
+
+    if request.param == "numpy":
+        pytest.importorskip("numpy")
+    saved = _dense.use_numpy
+    _dense.use_numpy = request.param == "numpy"
+    yield request.param
+    _dense.use_numpy = saved

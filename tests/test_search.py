@@ -14,7 +14,6 @@ import json
 import math
 import pickle
 import random
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -26,18 +25,6 @@ from lethe.search import STOP_WORDS, _dense, tokenize
 
 from ._support import fake_clock
 from ._twin import WORDS, answer, brute, embed3
-
-
-@pytest.fixture(params=["numpy", "python"])
-def rows(request: pytest.FixtureRequest) -> Iterator[str]:
-    """Run with numpy's float32 rows and with the pure-Python ones."""
-    if request.param == "numpy":
-        pytest.importorskip("numpy")
-    saved = _dense.use_numpy
-    _dense.use_numpy = request.param == "numpy"
-    yield request.param
-    _dense.use_numpy = saved
-
 
 # -- examples -------------------------------------------------------------------
 

@@ -9,28 +9,15 @@ from __future__ import annotations
 import math
 import random
 import unicodedata
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from lethe import ManualClock, Memory, Vector
-from lethe.search import _dense, tokenize
+from lethe.search import tokenize
 
 from ._twin import answer, brute
-
-
-@pytest.fixture(params=["numpy", "python"])
-def rows(request: pytest.FixtureRequest) -> Iterator[str]:
-    """Run with numpy's float32 rows and with the pure-Python ones."""
-    if request.param == "numpy":
-        pytest.importorskip("numpy")
-    saved = _dense.use_numpy
-    _dense.use_numpy = request.param == "numpy"
-    yield request.param
-    _dense.use_numpy = saved
-
 
 # -- a query of any finite size --------------------------------------------------------------------
 
