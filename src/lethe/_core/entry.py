@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -100,6 +101,16 @@ def freeze_metadata(metadata: Mapping[str, Any] | Iterable[tuple[str, Any]] | No
         return FrozenDict(_copied_items(metadata, "metadata"))
     except RecursionError:
         raise ValueError("metadata is nested too deeply, or contains itself") from None
+
+
+def metadata_copies(metadata: FrozenDict) -> Callable[[], FrozenDict] | None:
+    """What gives each entry of a batch its own copy of frozen ``metadata``, as a put of each
+    would: each call, a fresh copy of its inner dicts, lists and sets.  None when it holds none
+    (each put's copy would hold the very objects it holds: the entries may share it)."""
+    again = _copied_items(metadata, "metadata")
+    if all(map(operator.is_, again.values(), metadata.values())):
+        return None
+    return lambda: FrozenDict(_copied_items(metadata, "metadata"))
 
 
 def _copied_items(mapping: Mapping[Any, Any], where: str) -> dict[str, Any]:

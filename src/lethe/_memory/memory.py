@@ -724,7 +724,9 @@ class Memory(Version[K, V]):
         keys are listed in ``metadata["consolidated_from"]`` (a tuple key as a list, as
         ``to_dict`` writes it).  A ``merge``
         function gets each group (highest score first) and returns the entry to
-        keep; its key must be one of the group's keys.
+        keep; its key must be one of the group's keys, and its ``decay_state``
+        one the decay function keeps (None, or as it would read back from
+        ``to_dict``, its access times between the entry's insertion and now).
 
         Runtime complexity: with the default word-set Jaccard similarity, only
         entries sharing rare words are compared (prefix filtering), fast at

@@ -14,7 +14,7 @@ from typing import Any
 
 from lethe._core import expiry as _expiry
 from lethe._core.clock import MAX_US, from_us, to_us, to_utc
-from lethe._core.entry import Entry, check_importance, freeze_metadata, new_entry, rehearsed
+from lethe._core.entry import Entry, check_importance, freeze_metadata, metadata_copies, new_entry, rehearsed
 from lethe._core.errors import MemoryFullError
 from lethe._core.gc import paused
 from lethe._core.map import EMPTY
@@ -41,6 +41,7 @@ from lethe._memory.version import (
     unchanged,
     write,
 )
+from lethe.decay._adapter import check_state, moved_state
 from lethe.decay._scorer import clamp
 
 Moment = tuple[datetime, float]
@@ -118,9 +119,19 @@ def checked_pairs(items: Mapping[Any, Any] | Iterable[tuple[Any, Any]]) -> list[
     """``put_many``'s items as a list of ``(key, value)`` pairs.
 
     Raises:
-        TypeError: an item is not a pair, or its key is not hashable (naming ``items[i]``).
+        TypeError: ``items`` is not iterable, an item is not a pair, or its key is not
+            hashable (naming ``items[i]``).
     """
-    out = list(items.items()) if isinstance(items, Mapping) else list(items)
+    if isinstance(items, Mapping):
+        out = list(items.items())
+    else:
+        try:
+            pairs = iter(items)
+        except TypeError:
+            raise TypeError(
+                f"items must be a mapping or an iterable of (key, value) pairs, got {type(items).__name__}"
+            ) from None
+        out = list(pairs)
     for i, pair in enumerate(out):
         if not isinstance(pair, tuple) or len(pair) != 2:
             raise TypeError(f"items[{i}] must be a (key, value) pair, got {type(pair).__name__}")
@@ -211,6 +222,13 @@ def put_many(mem: M, pairs: list[tuple[Any, Any]], asked: Asked, contents: list[
     items: list[Item] = (
         [(k, v, None) for k, v in pairs] if contents is None else [(k, v, c) for (k, v), c in zip(pairs, contents)]
     )
+    copies = metadata_copies(options[2])
+
+    def each() -> Options:
+        """An entry's options: its own metadata, as its own put would copy it."""
+        if copies is None:
+            return options
+        return options[0], options[1], copies(), options[3], options[4]
 
     def change(edit: Edit[Any, Any]) -> Removed:
         entries = edit.entries
@@ -224,7 +242,7 @@ def put_many(mem: M, pairs: list[tuple[Any, Any]], asked: Asked, contents: list[
                     key = next_key
                     next_key += 1
                 # A repeated key: the later put replaces it (with the later seq).
-                fresh[key] = new_entry(key, value, seq, at, options, content=content)
+                fresh[key] = new_entry(key, value, seq, at, each(), content=content)
                 seq += 1
         replaced = [e for e in map(entries.get, fresh) if e is not None]
         # Equal keys of different types (1 and True) keep the later one: the chain does that.
@@ -235,7 +253,7 @@ def put_many(mem: M, pairs: list[tuple[Any, Any]], asked: Asked, contents: list[
             # Puts will evict: the chain, exactly, into this one draft.
             evicted: list[Entry[Any, Any]] = []
             for item in items:
-                evicted += _put(config, edit, item, at, options) or ()
+                evicted += _put(config, edit, item, at, each()) or ()
             return evicted
         edit.apply(replaced, [], fresh)  # a replaced key gets a new seq: out, then in
         edit.next_key, edit.next_seq = next_key, seq
@@ -426,6 +444,8 @@ def consolidate(
                     f"merge returned an entry last accessed at {merged.last_accessed_at.isoformat()}, "
                     f"after the memory's clock reading ({at[0].isoformat()})"
                 )
+            if merge is not None and merged.decay_state is not None:
+                _check_merged_state(mem._config.decay_fn, merged, at)
             for e in group:
                 edit.remove(e)
             edit.add(merged)
@@ -434,3 +454,23 @@ def consolidate(
     new = write(mem, change, at)
     groups.sort(key=lambda g: g[0].seq)
     return new, groups
+
+
+def _check_merged_state(fn: Any, merged: Entry[Any, Any], at: Moment) -> None:
+    """ValueError naming ``merge`` unless the ``decay_state`` it returned is one ``fn`` keeps,
+    its instants in the merged entry's life (as ``from_dict`` checks a document's)."""
+    state = merged.decay_state
+    told = f"merge returned decay_state {short_repr(state)}"
+    try:
+        check_state(fn, state)
+    except ValueError as exc:
+        raise ValueError(f"{told}, which {short_repr(fn)} cannot keep: {exc}") from None
+
+    def within(t: float) -> float:
+        if t < merged.inserted_us:
+            raise ValueError(f"{told}: an access time before the entry's inserted_at")
+        if t > at[1]:
+            raise ValueError(f"{told}: an access time after the memory's clock reading ({at[0].isoformat()})")
+        return t
+
+    moved_state(fn, state, within, lambda custom: custom)

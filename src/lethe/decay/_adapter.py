@@ -32,6 +32,7 @@ __all__ = [
     "Adapter",
     "Custom",
     "check_decay_function",
+    "check_state",
     "checked_score",
     "dumped_state",
     "identity",
@@ -233,6 +234,34 @@ def state_loader(fn: object) -> Callable[[object], Any] | None:
     """``fn.load_state``, or None when ``fn`` has none."""
     load = getattr(fn, "load_state", None)
     return load if callable(load) else None
+
+
+def check_state(fn: object, state: Any) -> None:
+    """ValueError saying why, unless ``fn`` keeps ``state`` as an entry's ``decay_state``.
+
+    A state of lethe's own models is kept when ``fn.load_state`` reads it back, of its type
+    and equal, from what ``fn.dump_state`` writes (``to_dict`` and ``from_dict`` carry it
+    unchanged); a built-in without such a pair keeps none.  A custom function's state is
+    its own: any is kept.  Instants in the state are not checked here.
+
+    >>> from lethe.decay import ACTR
+    >>> check_state(ACTR(), (1e6, 2e6))
+    >>> check_state(ACTR(), (2e6, 1e6))
+    Traceback (most recent call last):
+    ...
+    ValueError: it would read back as (1000000.0, 2000000.0)
+    """
+    if state is None or not is_builtin(fn):
+        return
+    load = state_loader(fn)
+    if load is None:
+        raise ValueError("it keeps none")
+    try:
+        back = load(dumped_state(fn, state))
+    except (TypeError, ValueError, LookupError) as exc:  # (a state of the wrong shape, dumped as it can be)
+        raise ValueError(str(exc)) from None
+    if type(back) is not type(state) or back != state:
+        raise ValueError(f"it would read back as {short_repr(back)}")
 
 
 def moved_state(fn: Any, state: Any, move: Callable[[float], float], custom: Callable[[Any], Any]) -> Any:

@@ -120,8 +120,10 @@ _CLASSES: Mapping[str, type[Model]] = MappingProxyType(
 )
 
 
-def _known() -> list[str]:
-    return sorted({*BUILTINS, *_CLASSES})
+#: Names ``Memory(decay_fn=...)`` takes that ``to_dict()`` never writes, with the name it writes.
+_ALIASES: Mapping[str, str] = MappingProxyType(
+    {name: cls.name for cls in _CLASSES.values() for name, f in BUILTINS.items() if f is cls and name != cls.name}
+)
 
 
 def _build(data: object, where: str, depth: int) -> Any:
@@ -135,7 +137,13 @@ def _build(data: object, where: str, depth: int) -> Any:
         raise ValueError(f"{where}.name: missing")
     cls = _CLASSES.get(name) if isinstance(name, str) else None
     if cls is None:
-        raise ValueError(f"{where}.name: unknown decay function {short_repr(name)}; choose one of {_known()}")
+        written = _ALIASES.get(name) if isinstance(name, str) else None
+        if written is not None:
+            raise ValueError(
+                f"{where}.name: {short_repr(name)} is another name for {written!r} in "
+                f"Memory(decay_fn=...); a document names it {written!r}"
+            )
+        raise ValueError(f"{where}.name: unknown decay function {short_repr(name)}; choose one of {sorted(_CLASSES)}")
     return cls._from_json(params, where, lambda part, at: _build(part, at, depth + 1))
 
 
@@ -144,10 +152,11 @@ def from_dict(data: object) -> Any:
 
     Every level must hold exactly the fields its ``to_dict()`` writes: a
     missing parameter is not replaced by a default, and an extra one is not
-    ignored.  Only names in :data:`BUILTINS`, the priority components (``importance``,
-    ``access_frequency``) and the combinators (``product``, ``blend``,
-    ``by_metadata``, rebuilt recursively) are recognized: nothing named in
-    ``data`` is imported or called by name.
+    ignored.  Only the names ``to_dict()`` writes are recognized: the built-ins'
+    (those of :data:`BUILTINS` but the alias ``"combined"``, written ``"actr"``),
+    the priority components (``importance``, ``access_frequency``) and the
+    combinators (``product``, ``blend``, ``by_metadata``, rebuilt recursively):
+    nothing named in ``data`` is imported or called by name.
 
     Runtime complexity: O(size of ``data``).
 
