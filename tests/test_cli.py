@@ -714,3 +714,20 @@ def test_inspect_reads_a_pipe_once(tmp_path: Path) -> None:
     from_file = run("inspect", saved(tmp_path, text), "--at", AT, "--json")
     assert piped.returncode == 0, piped.stderr
     assert json.loads(piped.stdout)["entries"] == json.loads(from_file.stdout)["entries"]
+
+
+def test_text_from_a_file_is_shown_never_acted_on_by_the_terminal(tmp_path: Path) -> None:
+    # (an escape sequence in a key, a value or a custom decay function's repr would recolour
+    # or retitle the terminal of whoever inspects a file someone else wrote)
+    mem = Memory().put("red \x1b[31mRED\x1b[0m \x07", key="k\x1b]0;title\x07")
+    doc = mem.to_dict()
+    doc["decay_fn"] = {"name": "custom", "repr": "\x1b[2J\x9bcleared"}
+    shown = run("inspect", saved(tmp_path, doc), "--at", AT)
+    assert shown.returncode == 0, shown.stderr
+    assert "\\x1b[31mRED" in shown.stdout
+    log = tmp_path / "ops.jsonl"
+    log.write_text(json.dumps({"t": 0, "op": "put", "key": "\x1b[2J", "value": "\x1b[31mred"}) + "\n")
+    replayed = run("simulate", str(log))
+    assert replayed.returncode == 0, replayed.stderr
+    for out in (shown.stdout, replayed.stdout):
+        assert not any(c in out for c in "\x07\x1b\x9b")

@@ -743,3 +743,15 @@ def test_an_empty_indexed_text_is_embedded_as_langgraphs_in_memory_store_has_it(
         answers.append(_answer(store.search(("a",), query="abc")))
     assert answers[0] == answers[1]
     assert answers[1][1][2] is not None  # ranked, not listed after the ranked ones
+
+
+def test_a_namespace_given_as_a_str_is_refused_not_split_into_letters() -> None:
+    store = LetheStore()
+    store.put(("f",), "k", {"v": 1})
+    with pytest.raises(TypeError, match="namespace_prefix must be a tuple"):
+        store.search("f")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="namespace must be a tuple"):
+        store.put("ab", "k", {"v": 1})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="namespace must be a tuple"):
+        store.get("f", "k")  # type: ignore[arg-type]
+    assert store.list_namespaces() == [("f",)]

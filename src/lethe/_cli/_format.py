@@ -100,10 +100,25 @@ def parse_time(text: str, name: str = "time") -> datetime:
 
 
 def preview(value: Any, width: int = 28) -> str:
-    """``value`` (a string as it is, anything else as JSON) on one line of at most ``width`` characters."""
+    """``value`` (a string as it is, anything else as JSON) on one line of at most ``width``
+    characters, printable (see :func:`printable`)."""
     text = value if isinstance(value, str) else json.dumps(value, default=repr, ensure_ascii=False)
-    text = " ".join(text.split())
+    text = printable(" ".join(text.split()))
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+#: The control characters a terminal acts on (C0 but the newline, DEL, C1), each as its escape.
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0)) if c != 0x0A}
+
+
+def printable(text: str) -> str:
+    """``text`` with its control characters escaped (``\\x1b``): text from a file or a store
+    is shown, never acted on (an escape sequence would recolour the terminal, or retitle it).
+
+    >>> printable("red\\x1b[31m!")
+    'red\\\\x1b[31m!'
+    """
+    return text.translate(_CONTROLS)
 
 
 def json_type(data: Any) -> str:

@@ -34,6 +34,7 @@ from lethe._cli._format import (
     parse_duration,
     parse_time,
     preview,
+    printable,
     read_lines,
     table,
     write_json,
@@ -779,7 +780,9 @@ def inspect(
         }
         write_json(doc, out)
         return 0
-    w = out.write
+    def w(text: str) -> None:  # (text from the file, made printable)
+        out.write(printable(text))
+
     which = "" if loaded.version is None else f"{loaded.name} @ version {loaded.version}, "
     next_text = "unavailable" if not loaded.scored else "never" if upcoming is None else upcoming.isoformat()
     w(

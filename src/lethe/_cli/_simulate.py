@@ -24,6 +24,7 @@ from lethe._cli._format import (
     parse_duration,
     parse_time,
     preview,
+    printable,
 )
 from lethe._cli._models import build_model, uses_half_life
 from lethe._cli._states import count_text, counts, state
@@ -314,7 +315,9 @@ def _replay(line: str, mem: Any, clock: ManualClock, report: SimulationReport, r
 
 def print_simulation(report: SimulationReport, out: TextIO, limit: int = 20) -> None:
     """``report`` as text: the counts, then what was kept, summarized and evicted (``limit`` lines each)."""
-    w = out.write
+    def w(text: str) -> None:  # (text from the file, made printable)
+        out.write(printable(text))
+
     scale = "no half-life" if report.half_life is None else f"half-life {format_duration(report.half_life)}"
     w(f"replayed {report.events} events with {report.model}, {scale}, capacity {report.capacity}; ended {report.end}\n")
     ops = ", ".join(f"{op} {report.ops[op]}" for op in OPS if op in report.ops) or "none"

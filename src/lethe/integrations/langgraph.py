@@ -579,7 +579,11 @@ class LetheStore(BaseStore):
             if not isinstance(op, (GetOp, PutOp, SearchOp, ListNamespacesOp)):
                 raise ValueError(f"Unknown operation type: {type(op).__name__}")
             validate_op_namespace(op)
-            _check_encodable(op.namespace_prefix if isinstance(op, SearchOp) else getattr(op, "namespace", ()))
+            labels = op.namespace_prefix if isinstance(op, SearchOp) else getattr(op, "namespace", ())
+            if isinstance(labels, str):  # (its letters would be taken for labels)
+                field = "namespace_prefix" if isinstance(op, SearchOp) else "namespace"
+                raise TypeError(f"{field} must be a tuple of labels, as ('users', 'alice'), got the str {labels!r}")
+            _check_encodable(labels)
             if isinstance(op, PutOp):
                 if not op.namespace:
                     raise InvalidNamespaceError("Namespace cannot be empty.")
