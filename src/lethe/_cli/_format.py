@@ -10,7 +10,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
@@ -121,6 +121,15 @@ def printable(text: str) -> str:
     return text.translate(_CONTROLS)
 
 
+def printing(out: TextIO) -> Callable[[str], None]:
+    """A function writing text from a file or a store to ``out``, made :func:`printable`."""
+
+    def write(text: str) -> None:
+        out.write(printable(text))
+
+    return write
+
+
 def json_type(data: Any) -> str:
     """The JSON name of the type of ``data`` (a value ``json.loads`` returned)."""
     names = {list: "list", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
@@ -139,14 +148,16 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return ["  ".join(c if i == last else c.ljust(widths[i]) for i, c in enumerate(row)) for row in [header, *rows]]
 
 
-def read_lines(path: str) -> Iterator[str]:
-    """The lines of the UTF-8 text file at ``path``, read as they are needed.
+def read_lines(path: str, errors: str = "strict") -> Iterator[str]:
+    """The lines of the UTF-8 text file at ``path``, read as they are needed; ``errors``:
+    what a byte that is not UTF-8 does, as ``open`` takes it (``"surrogateescape"``: it
+    comes as an escape, for the caller to name its line).
 
     Raises:
         CLIError: no such file, or it cannot be read or decoded.
     """
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8", errors=errors) as fh:
             yield from fh
     except FileNotFoundError:
         raise CLIError(f"{path}: no such file") from None

@@ -34,7 +34,7 @@ from lethe._cli._format import (
     parse_duration,
     parse_time,
     preview,
-    printable,
+    printing,
     read_lines,
     table,
     write_json,
@@ -780,9 +780,7 @@ def inspect(
         }
         write_json(doc, out)
         return 0
-    def w(text: str) -> None:  # (text from the file, made printable)
-        out.write(printable(text))
-
+    w = printing(out)
     which = "" if loaded.version is None else f"{loaded.name} @ version {loaded.version}, "
     next_text = "unavailable" if not loaded.scored else "never" if upcoming is None else upcoming.isoformat()
     w(

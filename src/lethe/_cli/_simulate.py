@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -24,7 +23,8 @@ from lethe._cli._format import (
     parse_duration,
     parse_time,
     preview,
-    printable,
+    printing,
+    read_lines,
 )
 from lethe._cli._models import build_model, uses_half_life
 from lethe._cli._states import count_text, counts, state
@@ -176,15 +176,12 @@ def simulate(path: str, model: str = "exponential", half_life: str = "1h", capac
     progress = Progress("simulate", size)
     done_bytes = 0
     try:
-        for lineno, line in enumerate(_read_lines(path), start=1):
+        for lineno, line in enumerate(read_lines(path, "surrogateescape"), start=1):
             try:
                 done_bytes += len(line.encode("utf-8"))
-            except UnicodeEncodeError:
-                # Only an undecodable byte, escaped by _read_lines, cannot be encoded again.
-                try:
-                    line.encode("utf-8", "surrogateescape").decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise CLIError(f"{path}:{lineno}: not UTF-8 ({exc})") from None
+            except UnicodeEncodeError as exc:  # (only a byte read_lines escaped cannot be encoded)
+                byte = ord(line[exc.start]) - 0xDC00
+                raise CLIError(f"{path}:{lineno}: not UTF-8 (byte 0x{byte:02x} at column {exc.start + 1})") from None
             if lineno % 256 == 0:
                 progress.update(done_bytes)
             if not line.strip():
@@ -208,22 +205,6 @@ def simulate(path: str, model: str = "exponential", half_life: str = "1h", capac
     ]
     report.summarized = list(summarized)
     return report
-
-
-def _read_lines(path: str) -> Iterator[str]:
-    """The lines of the file at ``path``, read as they are needed; a byte that is not UTF-8 is
-    escaped (``surrogateescape``), for :func:`simulate` to refuse with its line number.
-
-    Raises:
-        CLIError: no such file, or it cannot be read.
-    """
-    try:
-        with open(path, encoding="utf-8", errors="surrogateescape") as fh:
-            yield from fh
-    except FileNotFoundError:
-        raise CLIError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise CLIError(f"{path}: cannot read: {exc}") from None
 
 
 def _check_field(name: str, data: Any) -> None:
@@ -315,9 +296,7 @@ def _replay(line: str, mem: Any, clock: ManualClock, report: SimulationReport, r
 
 def print_simulation(report: SimulationReport, out: TextIO, limit: int = 20) -> None:
     """``report`` as text: the counts, then what was kept, summarized and evicted (``limit`` lines each)."""
-    def w(text: str) -> None:  # (text from the file, made printable)
-        out.write(printable(text))
-
+    w = printing(out)
     scale = "no half-life" if report.half_life is None else f"half-life {format_duration(report.half_life)}"
     w(f"replayed {report.events} events with {report.model}, {scale}, capacity {report.capacity}; ended {report.end}\n")
     ops = ", ".join(f"{op} {report.ops[op]}" for op in OPS if op in report.ops) or "none"

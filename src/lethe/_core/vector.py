@@ -25,7 +25,7 @@ from lethe._core.reprs import short_repr
 MAX_DIMENSIONS = 65_536
 #: A length not computed yet.
 _UNKNOWN = math.nan
-#: The lengths of a query used as it is; one shorter or longer is scaled first (exactly).
+#: The lengths of a query used as it is; one shorter or longer is scaled by a power of two first.
 _QUERY_SIZES = (2.0**-256, 2.0**256)
 
 
@@ -231,9 +231,10 @@ def query_vector(values: object, name: str = "query") -> tuple[array[float], flo
     data, _ = _converted(values, name, "d")
     norm = math.hypot(*data)
     if not _QUERY_SIZES[0] <= norm <= _QUERY_SIZES[1]:
-        # Cosine does not see a query's size, and a power of two scales every number exactly: a
-        # query far from length 1 (or too long for a float) is brought near it, so neither its
-        # length nor its products with a vector's float32 numbers overflow or lose digits.
+        # Cosine does not see a query's size, and a power of two scales a number without
+        # rounding it (but one so much smaller than the largest that it falls below the
+        # smallest float, far beneath any cosine's rounding): a query far from length 1 is
+        # brought near it, so neither its length nor its products with a vector overflow.
         shift = math.frexp(max(max(data), -min(data)))[1]
         data = _array("d", [math.ldexp(x, -shift) for x in data])
         norm = math.hypot(*data)

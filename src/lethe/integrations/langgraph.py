@@ -33,6 +33,7 @@ Install with ``pip install 'lethe-decay[langgraph]'``.  See ``docs/agents.md``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import json
 import math
@@ -69,7 +70,7 @@ from langgraph.store.base import (
 
 from lethe import Entry, Memory, Vector
 from lethe._core.vector import cosine, query_vector
-from lethe.store import HistoryRewound, InMemoryStore, MemoryGone, Shared, Store
+from lethe.store import HistoryRewound, InMemoryStore, MemoryGone, Shared, Store, StoreError
 from lethe.store._records import utf8
 
 __all__ = ["NAME_PREFIX", "LetheStore"]
@@ -87,6 +88,8 @@ _CREATED, _UPDATED, _TTL, _VECTORS = "created_at", "updated_at", "ttl_minutes", 
 # True when one of the item's texts embedded to all zeros: no lethe Vector can hold it, yet
 # InMemoryStore ranks it at cosine 0.0 (not with the unembedded items at the end).
 _ZERO = "zero_vector"
+#: How many runs of queued async batches go at once on one event loop (each in a worker thread).
+_DRAINS = 4
 #: How many namespaces' replicas a LetheStore keeps, the latest used: a server that serves a
 #: namespace per user keeps a bounded number of them in memory, not every one it ever saw.
 _REPLICAS = 1024
@@ -292,9 +295,9 @@ def _json_value(value: Mapping[str, Any]) -> _Value:
         raise ValueError(f"value must be a JSON object: {exc}") from None
     except RecursionError:
         text = None
-    if text is None or _depth(value) > _DEEPEST:
+    made: _Value | None = None if text is None else json.loads(text)
+    if made is None or _depth(made) > _DEEPEST:  # (as kept: a tuple is kept as a list)
         raise ValueError(f"value must be a JSON object nested at most {_DEEPEST} levels deep")
-    made: _Value = json.loads(text)
     return made
 
 
@@ -371,18 +374,21 @@ def _checked_name(namespace: _Namespace) -> str:
     Raises:
         InvalidNamespaceError: an empty namespace or a bad label.
     """
+    _check_labels(namespace, "namespace")
     namespace = tuple(namespace)
     if not namespace:
         raise InvalidNamespaceError("Namespace cannot be empty.")
     validate_op_namespace(GetOp(namespace, ""))
-    _check_encodable(namespace)
     return _name(namespace)
 
 
-def _check_encodable(labels: _Namespace) -> None:
-    """InvalidNamespaceError unless every label is text UTF-8 can encode, as every store keeps a
-    memory's name (a lone surrogate cannot be)."""
-    for label in labels:
+def _check_labels(labels: object, field: str) -> None:
+    """TypeError for a str given as a namespace (its letters would be taken for labels), and
+    InvalidNamespaceError for a label UTF-8 cannot encode, as every store keeps a memory's name
+    (a lone surrogate cannot be)."""
+    if isinstance(labels, str):
+        raise TypeError(f"{field} must be a tuple of labels, as ('users', 'alice'), got the str {labels!r}")
+    for label in labels if isinstance(labels, tuple) else ():
         if isinstance(label, str) and not utf8(label):
             raise InvalidNamespaceError(f"Namespace labels must be text UTF-8 can encode, got {label!r}")
 
@@ -492,7 +498,7 @@ class LetheStore(BaseStore):
         self._lock = threading.Lock()
         # abatch's batches waiting for a worker thread, by event loop, and the loops that run one
         self._queued: dict[asyncio.AbstractEventLoop, list[_Queued]] = {}
-        self._draining: set[asyncio.AbstractEventLoop] = set()
+        self._draining: dict[asyncio.AbstractEventLoop, int] = {}  # (how many drains run, by loop)
         self._drains: set[asyncio.Task[None]] = set()  # (kept referenced while they run)
 
     # -- namespaces ---------------------------------------------------------
@@ -579,11 +585,13 @@ class LetheStore(BaseStore):
             if not isinstance(op, (GetOp, PutOp, SearchOp, ListNamespacesOp)):
                 raise ValueError(f"Unknown operation type: {type(op).__name__}")
             validate_op_namespace(op)
-            labels = op.namespace_prefix if isinstance(op, SearchOp) else getattr(op, "namespace", ())
-            if isinstance(labels, str):  # (its letters would be taken for labels)
-                field = "namespace_prefix" if isinstance(op, SearchOp) else "namespace"
-                raise TypeError(f"{field} must be a tuple of labels, as ('users', 'alice'), got the str {labels!r}")
-            _check_encodable(labels)
+            if isinstance(op, SearchOp):
+                _check_labels(op.namespace_prefix, "namespace_prefix")
+            elif isinstance(op, ListNamespacesOp):
+                for condition in op.match_conditions or ():
+                    _check_labels(condition.path, f"a {condition.match_type} of list_namespaces")
+            else:
+                _check_labels(op.namespace, "namespace")
             if isinstance(op, PutOp):
                 if not op.namespace:
                     raise InvalidNamespaceError("Namespace cannot be empty.")
@@ -651,11 +659,14 @@ class LetheStore(BaseStore):
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """:meth:`batch` for asyncio: the embedder's async methods, the store's work in a thread.
 
-        Batches of one event loop that wait for that thread together run as one, as
-        LangGraph's own async stores batch their callers: each namespace is read and
-        written once for all of them (their reads answer as of before their writes, as
-        concurrent calls may).  A batch that fails so runs again alone, so each caller
-        gets its own batch's answer or error.
+        Batches of one event loop that wait for a worker thread together run as one, as
+        LangGraph's own async stores batch their callers: each namespace is read once for all
+        of them and their writes to it are one commit (their reads answer as of before their
+        writes, as concurrent calls may).  Up to four such runs go at once.  A run that fails
+        before it writes anything runs each batch again alone, so each caller gets its own
+        batch's answer or error; one that fails after (a store error, or a hook failing at a
+        later namespace) gives that error to every caller in it.  A caller cancelled while its
+        batch waits writes nothing.
         """
         ops = list(ops)
         plan = self._plan(ops)
@@ -670,10 +681,10 @@ class LetheStore(BaseStore):
         answer: asyncio.Future[list[Result]] = loop.create_future()
         with self._lock:
             self._queued.setdefault(loop, []).append(_Queued(ops, _paired(plan, vectors), queries, answer))
-            start = loop not in self._draining
-            if start:
-                self._draining.add(loop)
-        if start:
+            running = self._draining.get(loop, 0)
+            if running < _DRAINS:
+                self._draining[loop] = running + 1
+        if running < _DRAINS:
             self._drains.add(drain := loop.create_task(self._drain(loop)))
             drain.add_done_callback(self._drains.discard)
         return await answer
@@ -685,56 +696,78 @@ class LetheStore(BaseStore):
             with self._lock:
                 queued = self._queued.pop(loop, [])
                 if not queued:
-                    self._draining.discard(loop)
+                    self._drained(loop)
                     return
+            queued = [batch for batch in queued if not batch.answer.done()]  # (given up: not run)
+            if not queued:
+                continue
             try:
-                outcomes = await asyncio.to_thread(self._run_queued, queued)
-            except BaseException:  # (the drain cancelled: its loop is closing) so are its callers
+                await asyncio.to_thread(self._run_queued, queued, loop)
+            except asyncio.CancelledError:  # (its loop is closing) so are its callers
                 with self._lock:
-                    self._draining.discard(loop)
-                    queued += self._queued.pop(loop, [])
-                for batch in queued:
+                    rest = self._queued.pop(loop, []) if self._drained(loop) else []
+                for batch in (*queued, *rest):
                     batch.answer.cancel()
                 raise
-            _settle(queued, outcomes)
+            except Exception as exc:  # (no thread to run them: the loop's executor is shut down)
+                _settle(queued, [exc] * len(queued))
 
-    def _run_queued(self, queued: list[_Queued]) -> list[list[Result] | BaseException]:
-        """Each queued batch's results (or error): run as one batch, or each alone when that fails."""
+    def _drained(self, loop: asyncio.AbstractEventLoop) -> bool:
+        """Count a drain of ``loop`` done (hold ``_lock``): whether it was the last one."""
+        running = self._draining.pop(loop) - 1
+        if running:
+            self._draining[loop] = running
+        return not running
+
+    def _run_queued(self, queued: list[_Queued], loop: asyncio.AbstractEventLoop) -> None:
+        """Run the queued batches as one batch (or each alone, when that failed before writing
+        anything), each answered on ``loop`` as soon as its outcome is known."""
+
+        def answer(batches: list[_Queued], outcomes: Sequence[list[Result] | BaseException]) -> None:
+            with contextlib.suppress(RuntimeError):  # (the loop is closed: no one waits)
+                loop.call_soon_threadsafe(_settle, batches, outcomes)
+
         if len(queued) > 1:
             puts: _Puts = {}
             for batch in queued:
                 for key, put in batch.puts.items():
                     puts.pop(key, None)  # (the last put of a key wins, in its place, as in a batch)
                     puts[key] = put
+            written: list[str] = []
             try:
                 results = self._run(
                     [op for batch in queued for op in batch.ops],
                     puts,
                     {q: v for batch in queued for q, v in batch.queries.items()},
+                    written,
                 )
-            except Exception:  # (nothing of a failed batch answers: each runs alone, and fails alone)
-                pass
+            except Exception as exc:
+                if written or isinstance(exc, StoreError):  # (run again, a batch would be written twice)
+                    answer(queued, [exc] * len(queued))
+                    return
             else:
                 out: list[list[Result] | BaseException] = []
                 at = 0
                 for batch in queued:
                     out.append(results[at : at + len(batch.ops)])
                     at += len(batch.ops)
-                return out
-        outcomes: list[list[Result] | BaseException] = []
+                answer(queued, out)
+                return
         for batch in queued:
             try:
-                outcomes.append(self._run(batch.ops, batch.puts, batch.queries))
+                answer([batch], [self._run(batch.ops, batch.puts, batch.queries)])
             except Exception as exc:
-                outcomes.append(exc)
-        return outcomes
+                answer([batch], [exc])
 
     def _run(
         self,
         ops: Sequence[Op],
         puts: _Puts,
         queries: dict[str, tuple[Any, float]],
+        written: list[str] | None = None,
     ) -> list[Result]:
+        """The batch ``ops`` (its puts and embedded queries made already); the names of the
+        namespaces it committed go to ``written`` as each commit goes in."""
         views: dict[str, Memory[str, _Value] | None] = {}
         refresh: dict[str, set[str]] = {}
         results: list[Result] = []
@@ -764,10 +797,14 @@ class LetheStore(BaseStore):
                 continue  # deleting from a namespace that never was: nothing to write
             create = any(w.value is not None for w, _ in writes)  # (deletes alone never make a memory)
             self._using(name, create, partial(self._commit, writes=writes))
+            if written is not None:
+                written.append(name)
             for write, _ in writes:
                 refresh.get(name, set()).discard(write.op.key)
         for name, keys in refresh.items():
             self._refresh(name, keys)
+            if written is not None:
+                written.append(name)
         return results
 
     # -- writing ------------------------------------------------------------
@@ -846,15 +883,18 @@ class LetheStore(BaseStore):
                 if ttl is None:
                     mem = mem.touch(key)
                 else:  # a deadline moves only by a put: the item's history starts over, as LangGraph's stores do
-                    mem = mem.put(
-                        entry.value,
-                        key=key,
-                        importance=entry.importance,
-                        metadata=entry.metadata,
-                        ttl=timedelta(minutes=ttl),
-                        text=entry.text,
-                        vector=entry.vector,
-                    )
+                    try:
+                        mem = mem.put(
+                            entry.value,
+                            key=key,
+                            importance=entry.importance,
+                            metadata=entry.metadata,
+                            ttl=timedelta(minutes=ttl),
+                            text=entry.text,
+                            vector=entry.vector,
+                        )
+                    except ValueError:  # (its ttl from now is past the latest datetime: it stays put)
+                        continue
             return mem
 
         shared.update(refreshed)
@@ -894,6 +934,7 @@ class LetheStore(BaseStore):
 
         Whatever ``fn`` or the embedder raises reaches the caller, and nothing is written.
         """
+        _check_labels(namespace, "namespace")
         namespace = tuple(namespace)
         if namespace and namespace[0] == "langgraph":  # (as BaseStore.put refuses it, before anything is made)
             raise InvalidNamespaceError(f'Root label for namespace cannot be "langgraph". Got: {namespace}')

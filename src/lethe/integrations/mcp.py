@@ -286,8 +286,9 @@ class _Server(MCPServer):
     """``MCPServer`` whose tool errors for bad arguments are one plain line per argument, whose
     tools refuse arguments they do not take, and whose answer of no hits is the text ``[]`` too."""
 
-    #: Each tool's arguments, by the tool's name.
-    takes: dict[str, frozenset[str]]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.takes: dict[str, frozenset[str]] = {}  # each tool's arguments, by the tool's name
 
     async def list_tools(self) -> list[MCPTool]:
         # (the SDK's argument models ignore what they do not declare: say that they refuse it)
@@ -369,7 +370,6 @@ def server(shared: Shared[Any, Any], *, name: str = "lethe", instructions: str |
     0 Ada likes green tea 1
     """
     app = _Server(name, instructions=instructions, version=__version__)
-    app.takes = {}
     reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     def tool(annotations: ToolAnnotations) -> Callable[[_F], _F]:
