@@ -812,3 +812,21 @@ def test_a_ttl_whose_deadline_cannot_move_further_leaves_reads_be() -> None:
         frozen.tick(timedelta(minutes=5))
         assert store.get(("t",), "k").value == {"v": 1}  # type: ignore[union-attr]
         assert [item.key for item in store.search(("t",))] == ["k"]
+
+
+def test_a_loop_run_until_an_async_call_is_answered_leaves_nothing_behind() -> None:
+    # (a drain still waiting for its thread when such a loop closed kept the loop for good, and
+    # Python warned of a task destroyed while pending)
+    import asyncio
+
+    store = LetheStore()
+    loops = []
+    for i in range(3):
+        loop = asyncio.new_event_loop()
+        loop.run_until_complete(store.aput(("n",), f"k{i}", {"i": i}))
+        loop.close()
+        loops.append(weakref.ref(loop))
+        del loop
+    gc.collect()
+    assert [made() for made in loops] == [None, None, None]
+    assert len(store.search(("n",))) == 3

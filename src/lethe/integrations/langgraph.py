@@ -33,7 +33,6 @@ Install with ``pip install 'lethe-decay[langgraph]'``.  See ``docs/agents.md``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
 import json
 import math
@@ -702,7 +701,7 @@ class LetheStore(BaseStore):
             if not queued:
                 continue
             try:
-                await asyncio.to_thread(self._run_queued, queued, loop)
+                outcomes = await asyncio.to_thread(self._run_queued, queued)
             except asyncio.CancelledError:  # (its loop is closing) so are its callers
                 with self._lock:
                     rest = self._queued.pop(loop, []) if self._drained(loop) else []
@@ -710,7 +709,10 @@ class LetheStore(BaseStore):
                     batch.answer.cancel()
                 raise
             except Exception as exc:  # (no thread to run them: the loop's executor is shut down)
-                _settle(queued, [exc] * len(queued))
+                outcomes = [exc] * len(queued)
+            # (answered here, in this task: once the last is, it ends in the same step, so a loop
+            # run until a call is answered leaves no drain behind)
+            _settle(queued, outcomes)
 
     def _drained(self, loop: asyncio.AbstractEventLoop) -> bool:
         """Count a drain of ``loop`` done (hold ``_lock``): whether it was the last one."""
@@ -719,14 +721,9 @@ class LetheStore(BaseStore):
             self._draining[loop] = running
         return not running
 
-    def _run_queued(self, queued: list[_Queued], loop: asyncio.AbstractEventLoop) -> None:
-        """Run the queued batches as one batch (or each alone, when that failed before writing
-        anything), each answered on ``loop`` as soon as its outcome is known."""
-
-        def answer(batches: list[_Queued], outcomes: Sequence[list[Result] | BaseException]) -> None:
-            with contextlib.suppress(RuntimeError):  # (the loop is closed: no one waits)
-                loop.call_soon_threadsafe(_settle, batches, outcomes)
-
+    def _run_queued(self, queued: list[_Queued]) -> list[list[Result] | BaseException]:
+        """Each queued batch's results (or error): run as one batch, or each alone when that
+        failed before writing anything."""
         if len(queued) > 1:
             puts: _Puts = {}
             for batch in queued:
@@ -743,21 +740,21 @@ class LetheStore(BaseStore):
                 )
             except Exception as exc:
                 if written or isinstance(exc, StoreError):  # (run again, a batch would be written twice)
-                    answer(queued, [exc] * len(queued))
-                    return
+                    return [exc] * len(queued)
             else:
                 out: list[list[Result] | BaseException] = []
                 at = 0
                 for batch in queued:
                     out.append(results[at : at + len(batch.ops)])
                     at += len(batch.ops)
-                answer(queued, out)
-                return
+                return out
+        outcomes: list[list[Result] | BaseException] = []
         for batch in queued:
             try:
-                answer([batch], [self._run(batch.ops, batch.puts, batch.queries)])
+                outcomes.append(self._run(batch.ops, batch.puts, batch.queries))
             except Exception as exc:
-                answer([batch], [exc])
+                outcomes.append(exc)
+        return outcomes
 
     def _run(
         self,
