@@ -115,9 +115,15 @@ def _namespace(name: str) -> _Namespace | None:
     return tuple(labels)
 
 
+def _path(condition: MatchCondition) -> _Namespace:
+    """The labels of the condition's path: a str is one label (LangGraph's own tests pass
+    ``MatchCondition("suffix", "public")``), not one label per letter."""
+    return (condition.path,) if isinstance(condition.path, str) else tuple(condition.path)
+
+
 def _matches(condition: MatchCondition, namespace: _Namespace) -> bool:
     """Whether ``namespace`` has the condition's path (``"*"``: any one label) at its start or end."""
-    path = tuple(condition.path)
+    path = _path(condition)
     if len(namespace) < len(path):
         return False
     part = namespace[: len(path)] if condition.match_type == "prefix" else namespace[len(namespace) - len(path) :]
@@ -588,7 +594,7 @@ class LetheStore(BaseStore):
                 _check_labels(op.namespace_prefix, "namespace_prefix")
             elif isinstance(op, ListNamespacesOp):
                 for condition in op.match_conditions or ():
-                    _check_labels(condition.path, f"a {condition.match_type} of list_namespaces")
+                    _check_labels(_path(condition), f"a {condition.match_type} of list_namespaces")
             else:
                 _check_labels(op.namespace, "namespace")
             if isinstance(op, PutOp):
