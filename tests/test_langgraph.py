@@ -832,3 +832,10 @@ def test_a_loop_run_until_an_async_call_is_answered_leaves_nothing_behind() -> N
     gc.collect()
     assert [made() for made in loops] == [None, None, None]
     assert len(store.search(("n",))) == 3
+
+
+def test_a_namespace_given_as_a_list_has_its_labels_checked_too() -> None:
+    store = LetheStore()
+    with pytest.raises(InvalidNamespaceError, match="UTF-8"):
+        store.shared(["bad\ud800"])  # type: ignore[arg-type]
+    assert store.list_namespaces() == []

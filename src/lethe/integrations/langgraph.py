@@ -380,20 +380,20 @@ def _checked_name(namespace: _Namespace) -> str:
         InvalidNamespaceError: an empty namespace or a bad label.
     """
     _check_labels(namespace, "namespace")
-    namespace = tuple(namespace)
+    namespace = tuple(namespace)  # (a list too: checked above, label by label)
     if not namespace:
         raise InvalidNamespaceError("Namespace cannot be empty.")
     validate_op_namespace(GetOp(namespace, ""))
     return _name(namespace)
 
 
-def _check_labels(labels: object, field: str) -> None:
+def _check_labels(labels: Iterable[object], field: str) -> None:
     """TypeError for a str given as a namespace (its letters would be taken for labels), and
     InvalidNamespaceError for a label UTF-8 cannot encode, as every store keeps a memory's name
     (a lone surrogate cannot be)."""
     if isinstance(labels, str):
         raise TypeError(f"{field} must be a tuple of labels, as ('users', 'alice'), got the str {labels!r}")
-    for label in labels if isinstance(labels, tuple) else ():
+    for label in labels:
         if isinstance(label, str) and not utf8(label):
             raise InvalidNamespaceError(f"Namespace labels must be text UTF-8 can encode, got {label!r}")
 
@@ -937,13 +937,12 @@ class LetheStore(BaseStore):
 
         Whatever ``fn`` or the embedder raises reaches the caller, and nothing is written.
         """
-        _check_labels(namespace, "namespace")
+        name = _checked_name(namespace)
         namespace = tuple(namespace)
-        if namespace and namespace[0] == "langgraph":  # (as BaseStore.put refuses it, before anything is made)
+        if namespace[0] == "langgraph":  # (as BaseStore.put refuses it, before anything is made)
             raise InvalidNamespaceError(f'Root label for namespace cannot be "langgraph". Got: {namespace}')
         if isinstance(ttl, NotProvided):
             ttl = (self.ttl_config or {}).get("default_ttl")
-        name = _checked_name(namespace)
         embedded: dict[str, Vector | None] = {}  # a text is embedded once, however often fn runs
 
         def write(mem: Memory[str, _Value]) -> tuple[Memory[str, _Value], Entry[str, _Value] | None]:
